@@ -1,0 +1,49 @@
+"""The `kcm` command: parses arguments, hands them to one subcommand module, prints, exits."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+from types import ModuleType
+
+import kcm.commands
+
+
+def _commands() -> dict[str, ModuleType]:
+    found: dict[str, ModuleType] = {}
+    for info in pkgutil.iter_modules(kcm.commands.__path__):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"kcm.commands.{info.name}")
+        found[module.NAME] = module
+    return dict(sorted(found.items()))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every subcommand found in kcm.commands."""
+    parser = argparse.ArgumentParser(prog="kcm", description="A checked model of Kafka's ZooKeeper-mode controller.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, module in _commands().items():
+        p = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        module.add_arguments(p)
+        p.set_defaults(_main=module.main)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the console script."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "_main", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args._main(args) or 0)
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""One module per `kcm` subcommand; each defines NAME, HELP, add_arguments(parser) and main(args) -> int."""

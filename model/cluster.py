@@ -1,0 +1,157 @@
+"""The cluster as one immutable value: ZooKeeper, the controller's context, the brokers and their logs.
+
+Every record is a NamedTuple and every map a sorted tuple of pairs (`kcm.model.fmap`), so a state is
+hashable, compares by value, pickles canonically and has a stable fingerprint.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from kcm.model.fmap import EMPTY, FMap
+from kcm.model.tables import DEFAULT_RULES, RuleSet, rule_set
+
+NO_LEADER = -1
+NO_CONTROLLER = -1
+
+TRUNCATION_VARIANTS = ("high_watermark", "leader_epoch", "kip279", "kip320")
+
+
+class ClusterConfig(NamedTuple):
+    """What a run fixes before its first step: the registered brokers and the rules in force."""
+
+    brokers: tuple[int, ...]
+    rules: str = DEFAULT_RULES
+    unclean_leader_election: bool = False
+    min_insync_replicas: int = 1
+    truncation: str = "high_watermark"
+    first_controller: int = NO_CONTROLLER  # who wins the first election; -1: lowest live id
+    variants: tuple[str, ...] = ()  # named bug variants switched on (a reverted fix each)
+
+    def rule_set(self) -> RuleSet:
+        """The transition tables this run uses."""
+        return rule_set(self.rules)
+
+    def has(self, variant: str) -> bool:
+        """Whether the named bug variant is switched on."""
+        return variant in self.variants
+
+
+class LeaderAndIsr(NamedTuple):
+    """A partition state znode: leader, leader epoch, ISR, the controller epoch that wrote it, zkVersion."""
+
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]  # sorted
+    controller_epoch: int
+    zk_version: int
+
+
+class Zk(NamedTuple):
+    """The simulated ZooKeeper tree the controller reads and writes."""
+
+    controller: int  # /controller: owner broker id (ephemeral, dies with its session); -1 absent
+    controller_epoch: int  # /controller_epoch (starts at 0: the first controller has epoch 1)
+    controller_epoch_zk_version: int  # its znode version, which fences controller writes (KAFKA-6082)
+    brokers: tuple[int, ...]  # /brokers/ids: live registered sessions, sorted
+    assignments: FMap  # /brokers/topics/<topic>: (topic, partition) -> replicas, ordered
+    partitions: FMap  # /brokers/topics/<topic>/partitions/<p>/state: (topic, partition) -> LeaderAndIsr
+    reassign_partitions: FMap  # /admin/reassign_partitions: (topic, partition) -> target replicas
+    delete_topics: tuple[str, ...]  # /admin/delete_topics, sorted
+
+
+class Reassignment(NamedTuple):
+    """A reassignment in flight: OAR (original) and RAR (target); AR = RAR + (OAR - RAR) meanwhile."""
+
+    original: tuple[int, ...]  # OAR
+    target: tuple[int, ...]  # RAR
+
+    @property
+    def adding(self) -> tuple[int, ...]:
+        """RAR - OAR, in target order."""
+        return tuple(b for b in self.target if b not in self.original)
+
+    @property
+    def removing(self) -> tuple[int, ...]:
+        """OAR - RAR, in original order."""
+        return tuple(b for b in self.original if b not in self.target)
+
+    @property
+    def replicas(self) -> tuple[int, ...]:
+        """AR during the reassignment: the target first, then the replicas being removed (contract rule 8)."""
+        return self.target + self.removing
+
+
+class ControllerContext(NamedTuple):
+    """The active controller's in-memory view (Kafka's ControllerContext plus both state machines)."""
+
+    controller_id: int  # -1: no active controller
+    epoch: int
+    epoch_zk_version: int
+    live_brokers: tuple[int, ...]  # sorted
+    shutting_down: tuple[int, ...]  # sorted
+    assignments: FMap  # (topic, partition) -> AR
+    leadership: FMap  # (topic, partition) -> LeaderAndIsr (cached, with zkVersion)
+    partition_states: FMap  # (topic, partition) -> PartitionState
+    replica_states: FMap  # (topic, partition, broker) -> ReplicaState
+    reassignments: FMap  # (topic, partition) -> Reassignment
+    topics_to_delete: tuple[str, ...]  # sorted
+    topics_ineligible: tuple[str, ...]  # topics whose deletion waits for a dead broker, sorted
+
+
+class BrokerState(NamedTuple):
+    """One registered broker: liveness and the newest controller epoch it has accepted."""
+
+    alive: bool
+    shutting_down: bool
+    controller_epoch: int  # requests with an older epoch are refused (StaleControllerEpoch)
+    incarnation: int  # bumps at each restart (the broker epoch of KIP-380)
+
+
+class ReplicaData(NamedTuple):
+    """A broker's local replica of one partition: its log and what the last LeaderAndIsr told it."""
+
+    log: tuple[int, ...]  # the leader epoch of each record; LEO = len(log)
+    hw: int  # high watermark (what is checkpointed and survives a restart)
+    leader: int  # the leader this broker follows (itself when it leads); -1 none
+    leader_epoch: int  # the leader epoch of the last LeaderAndIsr accepted
+    isr: tuple[int, ...]  # the ISR as this broker knows it (the leader maintains it), sorted
+    zk_version: int  # the partition znode version this broker knows (for conditional ISR writes)
+    replicas: tuple[int, ...]  # AR as sent in the last LeaderAndIsr
+    remote_leo: FMap = EMPTY  # on the leader: follower -> LEO reported by its last fetch
+
+    @property
+    def leo(self) -> int:
+        """Log end offset: the offset the next record gets."""
+        return len(self.log)
+
+
+class Ghost(NamedTuple):
+    """History that the properties read; Kafka keeps none of it, the model needs it to judge runs."""
+
+    elected: FMap = EMPTY  # (topic, partition, leader_epoch) -> leader chosen in that epoch
+    acked: FMap = EMPTY  # (topic, partition) -> ((offset, epoch), ...) acknowledged with acks=all
+    consumed: FMap = EMPTY  # (topic, partition) -> ((offset, epoch), ...) handed to a consumer
+    max_controller_epoch: int = 0  # highest controller epoch ever elected
+
+
+class Cluster(NamedTuple):
+    """The whole system at one moment."""
+
+    brokers: FMap  # broker id -> BrokerState
+    zk: Zk
+    ctx: ControllerContext
+    replicas: FMap  # (topic, partition, broker) -> ReplicaData
+    ghost: Ghost = Ghost()
+
+
+def empty_context() -> ControllerContext:
+    """A controller context with no controller and nothing loaded."""
+    return ControllerContext(NO_CONTROLLER, 0, 0, (), (), EMPTY, EMPTY, EMPTY, EMPTY, EMPTY, (), ())
+
+
+def initial_cluster(config: ClusterConfig) -> Cluster:
+    """Every configured broker registered and live; /controller absent; no topics."""
+    brokers = tuple((b, BrokerState(True, False, 0, 0)) for b in sorted(config.brokers))
+    zk = Zk(NO_CONTROLLER, 0, 0, tuple(sorted(config.brokers)), EMPTY, EMPTY, EMPTY, ())
+    return Cluster(brokers, zk, empty_context(), EMPTY, Ghost())

@@ -1,0 +1,59 @@
+"""The one model interface every engine consumes, in the shape of stateright's `Model`.
+
+A model gives its initial states, the actions enabled in a state, the next state of an action (a
+pure function), named properties (always / sometimes / eventually) and a boundary. The explorer,
+the Spark explorer, the Hypothesis machines, the Z3 cross-check and the scenario runner all read a
+model through this interface and nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, NamedTuple, Protocol
+
+from kcm.model.effects import Effects
+
+ALWAYS = "always"
+SOMETIMES = "sometimes"
+EVENTUALLY = "eventually"
+
+
+class Property(NamedTuple):
+    """A named property: `condition(model, state)` must hold always, sometimes, or eventually."""
+
+    name: str
+    expectation: str  # ALWAYS | SOMETIMES | EVENTUALLY
+    condition: Callable[[Any, Any], bool]
+    rule: str  # the rule in words, one line
+
+
+class Model(Protocol):
+    """What an engine needs to know about a system to explore, test, replay or prove it."""
+
+    def init_states(self) -> Sequence[Any]:
+        """The initial states."""
+        ...
+
+    def actions(self, state: Any) -> Iterable[Any]:
+        """The actions worth trying in a state (each a small, printable, comparable value)."""
+        ...
+
+    def step(self, state: Any, action: Any) -> tuple[Any, Effects]:
+        """The next state and effects of an action; raises a KcmError when the step is refused."""
+        ...
+
+    def next_state(self, state: Any, action: Any) -> Any | None:
+        """The next state of an action, or None when the action is refused or changes nothing."""
+        ...
+
+    def properties(self) -> Sequence[Property]:
+        """The named properties to check."""
+        ...
+
+    def within_boundary(self, state: Any) -> bool:
+        """Whether exploration continues past this state."""
+        ...
+
+    def fingerprint(self, state: Any) -> int:
+        """The state's stable 64-bit fingerprint."""
+        ...
