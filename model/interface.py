@@ -16,13 +16,17 @@ from kcm.model.effects import Effects
 ALWAYS = "always"
 SOMETIMES = "sometimes"
 EVENTUALLY = "eventually"
+STEP = "step"  # a rule about one transition: condition(model, before, action, after, effects)
 
 
 class Property(NamedTuple):
-    """A named property: `condition(model, state)` must hold always, sometimes, or eventually."""
+    """A named property: `condition(model, state)` must hold always, sometimes, or eventually.
+
+    A STEP property instead judges one transition: `condition(model, before, action, after, effects)`.
+    """
 
     name: str
-    expectation: str  # ALWAYS | SOMETIMES | EVENTUALLY
+    expectation: str  # ALWAYS | SOMETIMES | EVENTUALLY | STEP
     condition: Callable[[Any, Any], bool]
     rule: str  # the rule in words, one line
 

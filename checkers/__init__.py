@@ -1,0 +1,1 @@
+"""The engines that consume the one model: explorers (local and Spark), the Z3 prover, the oracle."""

@@ -1,0 +1,1 @@
+"""The named invariants, each a function with its rule in words, read by every engine."""
