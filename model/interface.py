@@ -16,17 +16,22 @@ from kcm.model.effects import Effects
 ALWAYS = "always"
 SOMETIMES = "sometimes"
 EVENTUALLY = "eventually"
-STEP = "step"  # a rule about one transition: condition(model, before, action, after, effects)
+STEP = "step"  # a rule about every transition: condition(model, before, action, after, effects)
+SOMETIMES_STEP = "sometimes_step"  # some transition must satisfy condition(model, before, action, after, effects)
+STATE_KINDS = (ALWAYS, SOMETIMES, EVENTUALLY)
+STEP_KINDS = (STEP, SOMETIMES_STEP)
 
 
 class Property(NamedTuple):
     """A named property: `condition(model, state)` must hold always, sometimes, or eventually.
 
-    A STEP property instead judges one transition: `condition(model, before, action, after, effects)`.
+    STEP and SOMETIMES_STEP properties judge transitions instead:
+    `condition(model, before, action, after, effects)` must hold on every transition (STEP) or on at least
+    one reachable transition (SOMETIMES_STEP).
     """
 
     name: str
-    expectation: str  # ALWAYS | SOMETIMES | EVENTUALLY | STEP
+    expectation: str  # ALWAYS | SOMETIMES | EVENTUALLY | STEP | SOMETIMES_STEP
     condition: Callable[[Any, Any], bool]
     rule: str  # the rule in words, one line
 
