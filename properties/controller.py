@@ -1,0 +1,216 @@
+"""The controller's named invariants, each a function over Cluster values with its rule in words.
+
+State properties take `(model, state)`; step properties take `(model, before, action, after, effects)`.
+`model` is anything with a `.config` (a ClusterConfig): engines pass their Model, tests a namespace.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kcm.model.cluster import NO_LEADER, Cluster
+from kcm.model.effects import Effects, LeaderAndIsrRequest
+from kcm.model.fmap import get
+from kcm.model.interface import ALWAYS, SOMETIMES, SOMETIMES_STEP, STEP, Property
+from kcm.model.states import PartitionState, ReplicaState
+
+
+def leader_in_isr_in_ar(model: Any, state: Cluster) -> bool:
+    """Every partition znode has no leader, or a leader in its ISR; its ISR is a subset of its AR."""
+    assignments = dict(state.zk.assignments)
+    for tp, lai in state.zk.partitions:
+        ar = assignments.get(tp, ())
+        if lai.leader != NO_LEADER and lai.leader not in lai.isr:
+            return False
+        if not set(lai.isr) <= set(ar):
+            return False
+    return True
+
+
+def elected_leaders_are_recorded(model: Any, state: Cluster) -> bool:
+    """The leader in every partition znode is the one elected for that leader epoch."""
+    elected = dict(state.ghost.elected)
+    for (topic, part), lai in state.zk.partitions:
+        if lai.leader != NO_LEADER and elected.get((topic, part, lai.leader_epoch), lai.leader) != lai.leader:
+            return False
+    return True
+
+
+def live_leaders_agree_on_epochs(model: Any, state: Cluster) -> bool:
+    """No two live brokers act as leader of one partition in the same leader epoch."""
+    seen: dict[tuple, int] = {}
+    brokers = dict(state.brokers)
+    for (topic, part, broker), data in state.replicas:
+        if data.leader != broker or not brokers[broker].alive:
+            continue
+        key = (topic, part, data.leader_epoch)
+        if key in seen:
+            return False
+        seen[key] = broker
+    return True
+
+
+def one_leader_per_epoch(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
+    """A leader epoch, once given to a leader, is never given to another (at most one leader per epoch)."""
+    old = before.ghost.elected
+    if old == after.ghost.elected:
+        return True
+    previous = dict(old)
+    return all(previous.get(key, leader) == leader for key, leader in after.ghost.elected)
+
+
+def leader_epochs_never_go_back(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
+    """A partition znode's leader epoch never decreases while the partition exists."""
+    old = dict(before.zk.partitions)
+    for tp, lai in after.zk.partitions:
+        prev = old.get(tp)
+        if prev is not None and lai.leader_epoch < prev.leader_epoch:
+            return False
+    return True
+
+
+def controller_epoch_monotone(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
+    """/controller_epoch and every broker's newest accepted controller epoch never decrease."""
+    if after.zk.controller_epoch < before.zk.controller_epoch:
+        return False
+    old = dict(before.brokers)
+    return all(b.controller_epoch >= old[i].controller_epoch for i, b in after.brokers if i in old)
+
+
+def brokers_refuse_stale_epochs(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
+    """No broker applies a LeaderAndIsr older than the newest controller epoch it has accepted."""
+    brokers = dict(before.brokers)
+    old = dict(before.replicas)
+    new = dict(after.replicas)
+    for req in effects.requests:
+        if not isinstance(req, LeaderAndIsrRequest) or req.broker not in brokers:
+            continue
+        if req.controller_epoch >= brokers[req.broker].controller_epoch:
+            continue
+        key = (req.tp[0], req.tp[1], req.broker)
+        a, b = old.get(key), new.get(key)
+        if b is not None and (a is None or (a.leader, a.leader_epoch) != (b.leader, b.leader_epoch)):
+            if (b.leader, b.leader_epoch) == (req.leader, req.leader_epoch):
+                return False
+    return True
+
+
+def no_broker_ahead_of_zookeeper(model: Any, state: Cluster) -> bool:
+    """No broker has accepted a controller epoch that /controller_epoch never reached."""
+    return all(b.controller_epoch <= state.zk.controller_epoch for _, b in state.brokers)
+
+
+def reassignment_ar_is_union(model: Any, state: Cluster) -> bool:
+    """During a reassignment AR = RAR followed by OAR - RAR (the seeds' OAR + RAR, contract rule 8)."""
+    assignments = dict(state.zk.assignments)
+    return all(assignments.get(tp) == r.replicas for tp, r in state.ctx.reassignments)
+
+
+def ar_shrinks_only_last(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
+    """Replicas leave a partition's AR only in the step that completes its reassignment, after RAR joined the ISR."""
+    new = dict(after.zk.assignments)
+    moving = dict(before.ctx.reassignments)
+    for tp, ar in before.zk.assignments:
+        now = new.get(tp)
+        if now is None or set(now) >= set(ar):
+            continue  # unchanged, grown, or the topic is gone (deletion)
+        r = moving.get(tp)
+        if r is None or get(after.ctx.reassignments, tp) is not None:
+            return False  # shrunk outside a reassignment, or before it finished
+        if tuple(now) != r.target:
+            return False
+        lai = get(after.zk.partitions, tp)
+        if lai is None or not set(r.target) <= set(lai.isr):
+            return False
+    return True
+
+
+def moves_follow_the_table(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
+    """Every partition and replica state change a step logs is a move of the active rule set's table."""
+    rules = model.config.rule_set()
+    for change in effects.state_changes:
+        if change.machine == "partition":
+            if not rules.allows_partition(change.from_state, change.to_state):
+                return False
+        elif not rules.allows_replica(change.from_state, change.to_state):
+            return False
+    return True
+
+
+def deletion_states_only_while_deleting(model: Any, state: Cluster) -> bool:
+    """Only replicas of topics queued for deletion are in ReplicaDeletionStarted/Successful/Ineligible."""
+    deleting = set(state.ctx.topics_to_delete)
+    return all(s not in ReplicaState.DELETION or topic in deleting
+               for (topic, _p, _b), s in state.ctx.replica_states)
+
+
+def deleted_topics_leave_nothing(model: Any, state: Cluster) -> bool:
+    """A topic that is neither in ZooKeeper nor queued for deletion has no partition or replica state left."""
+    live = {tp[0] for tp, _ in state.zk.assignments} | set(state.ctx.topics_to_delete)
+    if state.ctx.controller_id < 0:
+        return True
+    return all(tp[0] in live for tp, _ in state.ctx.partition_states) and all(
+        key[0] in live for key, _ in state.ctx.replica_states)
+
+
+# -- reachability: a model that never reaches these is broken ---------------------------------
+
+def some_leader_moved(model: Any, state: Cluster) -> bool:
+    """Some partition has had a second leader epoch."""
+    return any(lai.leader_epoch > 0 for _, lai in state.zk.partitions)
+
+
+def some_partition_offline(model: Any, state: Cluster) -> bool:
+    """Some partition is OfflinePartition."""
+    return any(s == PartitionState.OFFLINE for _, s in state.ctx.partition_states)
+
+
+def some_controller_failover(model: Any, state: Cluster) -> bool:
+    """A second controller has been elected."""
+    return state.zk.controller_epoch > 1
+
+
+def some_reassignment_completes(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
+    """Some step completes a reassignment (it leaves the controller's list of reassignments in flight)."""
+    done = dict(after.ctx.reassignments)
+    return any(tp not in done and get(after.zk.assignments, tp) == r.target for tp, r in before.ctx.reassignments)
+
+
+def some_topic_deletion_completes(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
+    """Some step finishes deleting a topic (it leaves the deletion queue with nothing left in ZooKeeper)."""
+    remaining = {tp[0] for tp, _ in after.zk.assignments}
+    return any(t not in after.ctx.topics_to_delete and t not in remaining for t in before.ctx.topics_to_delete)
+
+
+def _prop(name: str, kind: str, fn: Any) -> Property:
+    return Property(name, kind, fn, (fn.__doc__ or "").strip())
+
+
+PROPERTIES: list[Property] = [
+    _prop("LeaderInIsrInAr", ALWAYS, leader_in_isr_in_ar),
+    _prop("ElectedLeaderRecorded", ALWAYS, elected_leaders_are_recorded),
+    _prop("OneLiveLeaderPerEpoch", ALWAYS, live_leaders_agree_on_epochs),
+    _prop("OneLeaderPerEpoch", STEP, one_leader_per_epoch),
+    _prop("LeaderEpochMonotone", STEP, leader_epochs_never_go_back),
+    _prop("ControllerEpochMonotone", STEP, controller_epoch_monotone),
+    _prop("EpochFencing", STEP, brokers_refuse_stale_epochs),
+    _prop("NoBrokerAheadOfZk", ALWAYS, no_broker_ahead_of_zookeeper),
+    _prop("ReassignmentArIsUnion", ALWAYS, reassignment_ar_is_union),
+    _prop("ArShrinksLast", STEP, ar_shrinks_only_last),
+    _prop("ValidTransition", STEP, moves_follow_the_table),
+    _prop("DeletionStatesOnlyWhileDeleting", ALWAYS, deletion_states_only_while_deleting),
+    _prop("DeletedTopicsLeaveNothing", ALWAYS, deleted_topics_leave_nothing),
+    _prop("SomeLeaderMoved", SOMETIMES, some_leader_moved),
+    _prop("SomePartitionOffline", SOMETIMES, some_partition_offline),
+    _prop("SomeControllerFailover", SOMETIMES, some_controller_failover),
+    _prop("SomeReassignmentCompletes", SOMETIMES_STEP, some_reassignment_completes),
+    _prop("SomeTopicDeletionCompletes", SOMETIMES_STEP, some_topic_deletion_completes),
+]
+
+
+def by_name(name: str) -> Property:
+    """The controller property of that name; KeyError names the known ones."""
+    for p in PROPERTIES:
+        if p.name == name:
+            return p
+    raise KeyError(f"unknown property {name!r}; known: {', '.join(p.name for p in PROPERTIES)}")
