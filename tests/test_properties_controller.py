@@ -1,0 +1,118 @@
+"""Each controller property holds on a sound state and fails on a state or step that breaks its rule."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from kcm.model.cluster import ClusterConfig, LeaderAndIsr, Reassignment, initial_cluster
+from kcm.model.effects import Effects, LeaderAndIsrRequest, StateChange
+from kcm.model.txn import Txn
+from kcm.properties import controller as pc
+
+CONFIG = ClusterConfig((0, 1, 2, 3))
+MODEL = SimpleNamespace(config=CONFIG)
+TP = ("t", 0)
+
+
+def _state(leader=0, epoch=0, isr=(0, 1, 2), ar=(0, 1, 2), elected=None, reassign=None):
+    t = Txn(CONFIG, initial_cluster(CONFIG))
+    t.zk.assignments[TP] = ar
+    t.zk.partitions[TP] = LeaderAndIsr(leader, epoch, isr, 1, 0)
+    t.ghost.elected[("t", 0, epoch)] = leader if elected is None else elected
+    t.zk.controller_epoch = 1
+    if reassign is not None:
+        t.ctx.reassignments[TP] = reassign
+    return t.commit()[0]
+
+
+def test_leader_in_isr_in_ar():
+    assert pc.leader_in_isr_in_ar(MODEL, _state())
+    assert pc.leader_in_isr_in_ar(MODEL, _state(leader=-1, isr=(1,)))
+    assert not pc.leader_in_isr_in_ar(MODEL, _state(leader=3, isr=(0, 1)))
+    assert not pc.leader_in_isr_in_ar(MODEL, _state(isr=(0, 1, 3)))
+
+
+def test_elected_leader_recorded():
+    assert pc.elected_leaders_are_recorded(MODEL, _state())
+    assert not pc.elected_leaders_are_recorded(MODEL, _state(elected=1))
+
+
+def test_one_leader_per_epoch_refuses_a_second_leader_in_the_same_epoch():
+    before = _state(leader=0, epoch=1)
+    same_epoch_new_leader = _state(leader=1, epoch=1)
+    assert not pc.one_leader_per_epoch(MODEL, before, None, same_epoch_new_leader, Effects())
+    merged = before.ghost.elected + ((("t", 0, 2), 1),)
+    assert pc.one_leader_per_epoch(MODEL, before, None, _state(leader=1, epoch=2)._replace(
+        ghost=before.ghost._replace(elected=merged)), Effects())
+
+
+def test_leader_epochs_never_go_back():
+    assert pc.leader_epochs_never_go_back(MODEL, _state(epoch=1), None, _state(epoch=2), Effects())
+    assert not pc.leader_epochs_never_go_back(MODEL, _state(epoch=2), None, _state(epoch=1), Effects())
+
+
+def test_controller_epoch_monotone_and_fencing():
+    a = _state()
+    b = a._replace(zk=a.zk._replace(controller_epoch=0))
+    assert pc.controller_epoch_monotone(MODEL, a, None, a, Effects())
+    assert not pc.controller_epoch_monotone(MODEL, a, None, b, Effects())
+    fenced = a._replace(brokers=tuple((i, s._replace(controller_epoch=2)) for i, s in a.brokers))
+    assert not pc.no_broker_ahead_of_zookeeper(MODEL, fenced)
+    assert pc.no_broker_ahead_of_zookeeper(MODEL, a)
+
+
+def test_epoch_fencing_catches_a_broker_applying_a_stale_request():
+    from kcm.model.cluster import ReplicaData
+    t = Txn(CONFIG, _state())
+    t.brokers[1] = t.brokers[1]._replace(controller_epoch=2)
+    t.replicas[("t", 0, 1)] = ReplicaData((), 0, 0, 0, (0, 1, 2), 0, (0, 1, 2))
+    before = t.commit()[0]
+    t2 = Txn(CONFIG, before)
+    t2.replicas[("t", 0, 1)] = ReplicaData((), 0, 1, 1, (0, 1, 2), 0, (0, 1, 2))
+    after = t2.commit()[0]
+    stale = Effects((LeaderAndIsrRequest(1, TP, 1, 1, (0, 1, 2), (0, 1, 2), 1, 1),))
+    fresh = Effects((LeaderAndIsrRequest(1, TP, 1, 1, (0, 1, 2), (0, 1, 2), 2, 1),))
+    assert not pc.brokers_refuse_stale_epochs(MODEL, before, None, after, stale)
+    assert pc.brokers_refuse_stale_epochs(MODEL, before, None, after, fresh)
+    assert pc.brokers_refuse_stale_epochs(MODEL, before, None, before, stale)
+
+
+def test_ar_shrinks_only_as_the_last_step_of_a_reassignment():
+    r = Reassignment((0, 1, 2), (1, 2, 3))
+    during = _state(ar=r.replicas, isr=(0, 1, 2, 3), reassign=r)
+    done = _state(ar=(1, 2, 3), isr=(1, 2, 3))
+    early = _state(ar=(1, 2, 3), isr=(1, 2, 3), reassign=r)
+    not_in_isr = _state(ar=(1, 2, 3), isr=(1, 2))
+    plain = _state()
+    assert pc.reassignment_ar_is_union(MODEL, during)
+    assert not pc.reassignment_ar_is_union(MODEL, early)
+    assert pc.ar_shrinks_only_last(MODEL, during, None, done, Effects())
+    assert not pc.ar_shrinks_only_last(MODEL, during, None, early, Effects())
+    assert not pc.ar_shrinks_only_last(MODEL, during, None, not_in_isr, Effects())
+    assert not pc.ar_shrinks_only_last(MODEL, plain, None, _state(ar=(0, 1), isr=(0, 1)), Effects())
+
+
+def test_moves_follow_the_table_of_the_active_rules():
+    ok = Effects(state_changes=(StateChange("partition", "t-0", "NewPartition", "OnlinePartition"),))
+    bad = Effects(state_changes=(StateChange("partition", "t-0", "OnlinePartition", "NewPartition"),))
+    kafka_only = Effects(state_changes=(StateChange("replica", "t-0@1", "OfflineReplica",
+                                                    "ReplicaDeletionIneligible"),))
+    s = _state()
+    assert pc.moves_follow_the_table(MODEL, s, None, s, ok)
+    assert not pc.moves_follow_the_table(MODEL, s, None, s, bad)
+    assert not pc.moves_follow_the_table(MODEL, s, None, s, kafka_only)
+    kafka = SimpleNamespace(config=CONFIG._replace(rules="kafka"))
+    assert pc.moves_follow_the_table(kafka, s, None, s, kafka_only)
+
+
+def test_deletion_states_only_for_topics_being_deleted():
+    t = Txn(CONFIG, _state())
+    t.ctx.controller_id = 0
+    t.ctx.replica_states[("t", 0, 1)] = "ReplicaDeletionStarted"
+    s = t.commit()[0]
+    assert not pc.deletion_states_only_while_deleting(MODEL, s)
+    t.ctx.topics_to_delete.add("t")
+    assert pc.deletion_states_only_while_deleting(MODEL, t.commit()[0])
+    t.ctx.topics_to_delete.clear()
+    t.zk.assignments.clear()
+    assert not pc.deleted_topics_leave_nothing(MODEL, t.commit()[0])
