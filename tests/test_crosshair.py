@@ -1,0 +1,74 @@
+"""CrossHair over the icontract-guarded transitions and the table laws, plus the laws checked exhaustively.
+
+CrossHair runs as a subprocess with a bound per condition; the laws must hold on every rule set, and a
+table with a planted illegal move (OnlinePartition -> NewPartition) must be caught both by the
+exhaustive check and by CrossHair's symbolic search.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from kcm.checkers import table_contracts as tc
+from kcm.model import tables
+from kcm.model.states import PartitionState as P
+from kcm.model.states import ReplicaState as R
+
+ROOT = Path(__file__).resolve().parents[1]
+TARGETS = ["model/transitions.py", "checkers/table_contracts.py"]
+CHECK = ["-m", "crosshair", "check", "--analysis_kind=icontract", "--per_condition_timeout=2"]
+needs_crosshair = pytest.mark.skipif(importlib.util.find_spec("crosshair") is None,
+                                     reason="crosshair-tool is not installed")
+
+# The same planted bug as the mutant "partition Online -> New": applied before CrossHair starts.
+PLANTED = """
+import sys
+from kcm.model import tables
+original = tables.RuleSet.allows_partition
+planted = ("OnlinePartition", "NewPartition")
+tables.RuleSet.allows_partition = lambda self, a, b: (a, b) == planted or original(self, a, b)
+from crosshair.main import main
+sys.argv = ["crosshair", "check", "--analysis_kind=icontract", "--per_condition_timeout=2",
+            "kcm.checkers.table_contracts.partition_move_allowed"]
+main()
+"""
+
+
+def test_table_laws_hold_on_every_rule_set():
+    assert tc.violations() == []
+
+
+def test_a_planted_illegal_partition_move_breaks_a_law(monkeypatch):
+    original = tables.RuleSet.allows_partition
+    monkeypatch.setattr(tables.RuleSet, "allows_partition",
+                        lambda self, a, b: (a, b) == (P.ONLINE, P.NEW) or original(self, a, b))
+    found = tc.violations()
+    assert found and all("OnlinePartition -> NewPartition" in v for v in found)
+    assert any("only when it is created" in v for v in found)
+
+
+def test_deleting_a_live_replica_breaks_a_law(monkeypatch):
+    original = tables.RuleSet.allows_replica
+    monkeypatch.setattr(tables.RuleSet, "allows_replica",
+                        lambda self, a, b: (a, b) == (R.ONLINE, R.DELETION_STARTED) or original(self, a, b))
+    assert any("deletion starts only from OfflineReplica" in v for v in tc.violations())
+
+
+@needs_crosshair
+@pytest.mark.slow
+def test_crosshair_finds_no_counterexample():
+    proc = subprocess.run([sys.executable, *CHECK, *TARGETS], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.strip() == ""
+
+
+@needs_crosshair
+@pytest.mark.slow
+def test_crosshair_finds_the_planted_move():
+    proc = subprocess.run([sys.executable, "-c", PLANTED], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0
+    assert "partition_move_allowed" in proc.stdout and "'OnlinePartition', 'NewPartition'" in proc.stdout
