@@ -1,0 +1,199 @@
+#!/usr/bin/env python
+"""Mutation check: deliberate bugs applied to the model one at a time, and which checker catches each.
+
+Each mutant replaces the ONE function where its rule lives (in-process, undone afterwards). Each catcher
+runs against the mutated code: the table laws (checkers.table_contracts), the Hypothesis machine over
+the reference controller (ci profile), the scenario suite (specs/scenarios through the scenario runner)
+and the explorer on the tiny config. Before any mutant, every catcher runs on the unmutated code and
+must find nothing (else its verdicts mean nothing). Prints the table mutant -> caught by; exits 1 if a
+mutant survives every catcher or a piece it needs is missing, 2 on a false alarm.
+
+    python ci/mutants.py            # every mutant, every catcher
+    python ci/mutants.py --fast     # the CI subset (a smaller Hypothesis budget, no explorer)
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, NamedTuple
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class Missing(Exception):
+    """A piece of the project a mutant or catcher needs has not landed."""
+
+
+def module(name: str) -> Any:
+    """Import a kcm module; Missing names it when it does not exist."""
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as err:
+        raise Missing(f"{name} missing") from err
+
+
+def attribute(owner: Any, name: str) -> Any:
+    """An attribute the mutant patches; Missing names it when it does not exist."""
+    if not hasattr(owner, name):
+        raise Missing(f"{getattr(owner, '__name__', owner)}.{name} missing")
+    return getattr(owner, name)
+
+
+@contextlib.contextmanager
+def replaced(owner: Any, name: str, make: Callable[[Any], Any]) -> Iterator[None]:
+    """Replace owner.name by make(original) everywhere it was imported to, and restore it afterwards."""
+    original = attribute(owner, name)
+    mutant = make(original)
+    sites = [(owner, name)]
+    if not isinstance(owner, type):
+        # `from m import f` copies the reference: patch every kcm module holding the same object.
+        for mod in list(sys.modules.values()):
+            if mod is owner or not getattr(mod, "__name__", "").startswith("kcm."):
+                continue
+            for attr, value in list(vars(mod).items()):
+                if value is original:
+                    sites.append((mod, attr))
+    for site, attr in sites:
+        setattr(site, attr, mutant)
+    try:
+        yield
+    finally:
+        for site, attr in sites:
+            setattr(site, attr, original)
+
+
+class Mutant(NamedTuple):
+    """A deliberate bug: its name, the rule it breaks, and how to apply it (a context manager)."""
+
+    name: str
+    breaks: str
+    apply: Callable[[], contextlib.AbstractContextManager]
+
+
+class Catcher(NamedTuple):
+    """A checker: `run(fast)` returns evidence (caught) or None (nothing found); Missing if it cannot run."""
+
+    name: str
+    run: Callable[[bool], str | None]
+    in_fast: bool
+
+
+# -- mutants ----------------------------------------------------------------------------------
+
+def _online_to_new() -> contextlib.AbstractContextManager:
+    from kcm.model.states import PartitionState as P
+    from kcm.model.tables import RuleSet
+
+    def make(original: Any) -> Any:
+        return lambda self, a, b: (a, b) == (P.ONLINE, P.NEW) or original(self, a, b)
+    return replaced(RuleSet, "allows_partition", make)
+
+
+def _needs_reference() -> contextlib.AbstractContextManager:
+    module("kcm.reference.api")
+    raise Missing("the reference controller's function for this rule is not known yet")
+
+
+MUTANTS: list[Mutant] = [
+    Mutant("online-to-new", "the partition table allows OnlinePartition -> NewPartition", _online_to_new),
+    Mutant("no-epoch-bump", "an election keeps the old leader epoch", _needs_reference),
+    Mutant("no-zkversion-check", "conditional ZooKeeper writes ignore the zkVersion", _needs_reference),
+    Mutant("no-broker-epoch-check", "brokers accept requests from an older controller epoch", _needs_reference),
+    Mutant("oar-out-early", "OAR replicas leave AR before RAR has joined the ISR", _needs_reference),
+    Mutant("unclean-offline-selector", "the offline selector picks outside the ISR with unclean election off",
+           _needs_reference),
+    Mutant("truncate-to-leo", "a recovering follower truncates to its LEO instead of its HW", _needs_reference),
+    Mutant("no-reassignment-resume", "controller failover forgets reassignments in flight", _needs_reference),
+]
+
+
+# -- catchers ---------------------------------------------------------------------------------
+
+def catch_laws(fast: bool) -> str | None:
+    """The table laws, checked on every rule set and pair of states."""
+    found = module("kcm.checkers.table_contracts").violations()
+    return found[0] if found else None
+
+
+CATCHERS: list[Catcher] = [
+    Catcher("table laws", catch_laws, True),
+]
+
+
+# -- the run ----------------------------------------------------------------------------------
+
+def _verdict(catcher: Catcher, fast: bool) -> tuple[str, bool | None]:
+    """(cell text, caught?) with None when the catcher could not run."""
+    try:
+        evidence = catcher.run(fast)
+    except Missing as err:
+        return f"n/a: {err}", None
+    except Exception as err:  # a crash under a mutant is a detection, but say it was a crash
+        return f"crash: {type(err).__name__}: {str(err).splitlines()[0][:70] if str(err) else ''}", True
+    if evidence is None:
+        return "-", False
+    return f"caught: {evidence.splitlines()[0][:90]}", True
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run every mutant against every catcher and print the table; the exit code says whether all were caught."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--fast", action="store_true", help="the CI subset: small Hypothesis budget, no explorer")
+    parser.add_argument("--only", action="append", default=[], help="run only this mutant (repeatable)")
+    args = parser.parse_args(argv)
+    known = {m.name for m in MUTANTS}
+    unknown = [n for n in args.only if n not in known]
+    if unknown:
+        print(f"unknown mutant(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}", file=sys.stderr)
+        return 2
+    catchers = [c for c in CATCHERS if c.in_fast or not args.fast]
+    mutants = [m for m in MUTANTS if not args.only or m.name in args.only]
+
+    status = 0
+    print("baseline (no mutant): every catcher must find nothing")
+    for c in catchers:
+        t0 = time.monotonic()
+        text, caught = _verdict(c, args.fast)
+        print(f"  {c.name:<12} {text}  ({time.monotonic() - t0:.1f} s)")
+        if caught:
+            status = 2
+    if status:
+        print("FALSE ALARM: a catcher fails on the unmutated model; the mutation table would mean nothing")
+        return status
+
+    print()
+    print(f"{'mutant':<26} {'caught by':<60} time")
+    for m in mutants:
+        t0 = time.monotonic()
+        cells: list[str] = []
+        caught_by: list[str] = []
+        try:
+            with m.apply():
+                for c in catchers:
+                    text, caught = _verdict(c, args.fast)
+                    cells.append(f"{c.name}: {text}")
+                    if caught:
+                        caught_by.append(c.name)
+        except Missing as err:
+            print(f"{m.name:<26} NOT APPLICABLE: {err}")
+            status = max(status, 1)
+            continue
+        verdict = ", ".join(caught_by) if caught_by else "SURVIVED"
+        print(f"{m.name:<26} {verdict:<60} {time.monotonic() - t0:.1f} s")
+        for cell in cells:
+            print(f"{'':<28}{cell}")
+        if not caught_by:
+            status = max(status, 1)
+    print()
+    print("every mutant caught" if status == 0 else "some mutant survived or could not be applied")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
