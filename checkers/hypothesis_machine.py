@@ -11,8 +11,10 @@ shrunk counterexample Hypothesis prints is a file that replays it.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
+import pkgutil
 import tempfile
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -24,7 +26,7 @@ from kcm.model.actions import CONTRACT_OPS, CreateTopic
 from kcm.model.cluster import NO_CONTROLLER, ClusterConfig
 from kcm.model.errors import KcmError
 from kcm.model.fingerprint import fingerprint
-from kcm.model.interface import ALWAYS, STEP, Model, Property
+from kcm.model.interface import ALWAYS, SOMETIMES, SOMETIMES_STEP, STEP, Model, Property
 from kcm.model.states import PartitionState, ReplicaState
 
 PROFILE_ENV = "KCM_HYPOTHESIS_PROFILE"
@@ -167,6 +169,65 @@ def op_strategy(cls: type, config: ClusterConfig, topics: Sequence[str] = DEFAUL
     return st.builds(cls, **kwargs)
 
 
+def package_properties() -> list[Property]:
+    """Every named property of every module in kcm.properties (each module's PROPERTIES list)."""
+    import kcm.properties as package
+
+    found: list[Property] = []
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
+        mod = importlib.import_module(f"{package.__name__}.{info.name}")
+        found.extend(getattr(mod, "PROPERTIES", ()))
+    return found
+
+
+# -- a Model from an implementation's start/step pair ---------------------------------------
+
+class ContractModel:
+    """A Model over any implementation with the reference API's shape: start(config), step(config, state, action).
+
+    It offers no actions of its own: a machine built with `contract_ops=True` draws every op of the contract.
+    """
+
+    def __init__(self, config: ClusterConfig, start: Callable[[ClusterConfig], Any],
+                 step: Callable[[ClusterConfig, Any, Any], tuple[Any, Any]], properties: Sequence[Property]) -> None:
+        self.config = config
+        self._start = start
+        self._step = step
+        self._properties = list(properties)
+
+    def init_states(self) -> list[Any]:
+        """The state the implementation starts from under this config."""
+        return [self._start(self.config)]
+
+    def actions(self, state: Any) -> list[Any]:
+        """None: the contract-op rules draw the actions."""
+        return []
+
+    def step(self, state: Any, action: Any) -> tuple[Any, Any]:
+        """One step of the implementation."""
+        return self._step(self.config, state, action)
+
+    def next_state(self, state: Any, action: Any) -> Any | None:
+        """The next state, or None when the step is refused or changes nothing."""
+        try:
+            after, _ = self._step(self.config, state, action)
+        except KcmError:
+            return None
+        return None if after == state else after
+
+    def properties(self) -> list[Property]:
+        """The properties checked after every step."""
+        return self._properties
+
+    def within_boundary(self, state: Any) -> bool:
+        """No boundary: the machine's step count bounds a run."""
+        return True
+
+    def fingerprint(self, state: Any) -> int:
+        """The state's stable fingerprint."""
+        return fingerprint(state)
+
+
 # -- the machine ------------------------------------------------------------------------------
 
 def _check_state(model: Model, props: Sequence[Property], state: Any) -> str | None:
@@ -186,15 +247,18 @@ def _check_step(model: Model, props: Sequence[Property], before: Any, action: An
 
 def build_machine(model: Model, *, name: str = "ModelMachine", contract_ops: bool = False,
                   topics: Sequence[str] = DEFAULT_TOPICS, partitions: int = DEFAULT_PARTITIONS,
-                  scenario_dir: str | None = None) -> type[RuleBasedStateMachine]:
+                  scenario_dir: str | None = None, reached: set[str] | None = None) -> type[RuleBasedStateMachine]:
     """A RuleBasedStateMachine over a Model (with `.config`): its actions as rules, its properties as invariants.
 
     `contract_ops` adds one rule per contract op (arguments from the config), so ops the model's own
-    `actions()` would not offer in a state, including ones it must refuse, are tried too.
+    `actions()` would not offer in a state, including ones it must refuse, are tried too. `reached`, if
+    given, collects the names of SOMETIMES / SOMETIMES_STEP properties some run satisfied.
     """
     props = list(model.properties())
     always = [p for p in props if p.expectation == ALWAYS]
     steps = [p for p in props if p.expectation == STEP]
+    sometimes = [p for p in props if p.expectation == SOMETIMES]
+    sometimes_step = [p for p in props if p.expectation == SOMETIMES_STEP]
     config: ClusterConfig = model.config
     init_states = list(model.init_states())
     if not init_states:
@@ -234,6 +298,10 @@ def build_machine(model: Model, *, name: str = "ModelMachine", contract_ops: boo
         why = _check_state(model, always, after)
         if why is not None:
             fail(self, f"after {action!r} the state breaks {why}")
+        if reached is not None:
+            reached.update(p.name for p in sometimes if p.name not in reached and p.condition(model, after))
+            reached.update(p.name for p in sometimes_step
+                           if p.name not in reached and p.condition(model, before, action, after, effects))
         self.current = after
         self.enabled = None
 

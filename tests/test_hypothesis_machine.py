@@ -21,7 +21,7 @@ from kcm.model.cluster import ClusterConfig
 from kcm.model.effects import Effects
 from kcm.model.errors import BrokerNotAvailable
 from kcm.model.fingerprint import fingerprint
-from kcm.model.interface import ALWAYS, STEP, Property
+from kcm.model.interface import ALWAYS, SOMETIMES, SOMETIMES_STEP, STEP, Property
 
 CONFIG = ClusterConfig((0, 1, 2), first_controller=1)
 SMALL = settings(max_examples=60, stateful_step_count=12, deadline=None, derandomize=True, database=None,
@@ -160,3 +160,21 @@ def test_unknown_profile_is_refused(monkeypatch):
     assert hm.load_profile() == "thorough"
     assert settings().max_examples == hm.PROFILES["thorough"]["max_examples"]
     settings.load_profile("default")
+
+
+def test_sometimes_properties_reached_are_collected(tmp_path):
+    all_down_once = Property("AllButOneDown", SOMETIMES, lambda m, s: len(s) == 1, "one broker left")
+    restart = Property("SomeRestart", SOMETIMES_STEP, lambda m, b, a, s, e: isinstance(a, BrokerStart), "restart")
+    never = Property("Never", SOMETIMES, lambda m, s: len(s) > 3, "more brokers than configured")
+    reached: set[str] = set()
+    _run(LivenessModel([all_down_once, restart, never], keep_one=True), tmp_path, reached=reached)
+    assert reached == {"AllButOneDown", "SomeRestart"}
+
+
+def test_contract_model_wraps_a_start_step_pair():
+    model = hm.ContractModel(CONFIG, lambda c: tuple(c.brokers), lambda c, s, a: LivenessModel([]).step(s, a),
+                             [SOME_BROKER_LIVE])
+    assert model.init_states() == [(0, 1, 2)]
+    assert model.next_state((0, 1, 2), BrokerFail(1)) == (0, 2)
+    assert model.next_state((0, 2), BrokerFail(1)) is None
+    assert model.actions((0, 1, 2)) == []
