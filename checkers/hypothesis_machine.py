@@ -55,14 +55,16 @@ def register_profiles() -> None:
         )
 
 
-def load_profile() -> str:
-    """Load the profile named by KCM_HYPOTHESIS_PROFILE (default "ci"); ValueError names the known ones."""
+def profile_settings() -> tuple[str, settings]:
+    """The profile named by KCM_HYPOTHESIS_PROFILE (default "ci") and its settings; ValueError names the known ones.
+
+    The settings are returned, not loaded, so other Hypothesis tests in the process keep their own.
+    """
     register_profiles()
     name = os.environ.get(PROFILE_ENV, "ci")
     if name not in PROFILES:
         raise ValueError(f"{PROFILE_ENV}={name!r} is not a profile; known: {', '.join(PROFILES)}")
-    settings.load_profile(name)
-    return name
+    return name, settings.get_profile(name)
 
 
 # -- scenarios --------------------------------------------------------------------------------

@@ -152,14 +152,16 @@ def test_create_topic_strategy_gives_both_contract_forms():
     assert seen == {True, False}
 
 
-def test_unknown_profile_is_refused(monkeypatch):
+def test_profiles_are_chosen_by_environment(monkeypatch):
     monkeypatch.setenv(hm.PROFILE_ENV, "nope")
     with pytest.raises(ValueError, match="nope"):
-        hm.load_profile()
+        hm.profile_settings()
     monkeypatch.setenv(hm.PROFILE_ENV, "thorough")
-    assert hm.load_profile() == "thorough"
-    assert settings().max_examples == hm.PROFILES["thorough"]["max_examples"]
-    settings.load_profile("default")
+    name, chosen = hm.profile_settings()
+    assert (name, chosen.max_examples, chosen.stateful_step_count) == ("thorough", 1000, 80)
+    monkeypatch.delenv(hm.PROFILE_ENV)
+    name, chosen = hm.profile_settings()
+    assert (name, chosen.max_examples, chosen.derandomize, chosen.deadline) == ("ci", 60, True, None)
 
 
 def test_sometimes_properties_reached_are_collected(tmp_path):
