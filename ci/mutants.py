@@ -121,8 +121,39 @@ def catch_laws(fast: bool) -> str | None:
     return found[0] if found else None
 
 
+# The configs the Hypothesis catcher drives the reference through: the seeds' tables, and Kafka's
+# tables with min.insync.replicas 2 (unclean election off in both: the offline selector must keep to the ISR).
+HYPOTHESIS_CONFIGS = (
+    {"brokers": (0, 1, 2)},
+    {"brokers": (0, 1, 2), "rules": "kafka", "unclean_leader_election": False, "min_insync_replicas": 2},
+)
+
+
+def catch_hypothesis(fast: bool) -> str | None:
+    """The contract-ops Hypothesis machine over the reference controller (ci profile; smaller with --fast)."""
+    api = module("kcm.reference.api")
+    from hypothesis import Verbosity, settings
+    from hypothesis.stateful import run_state_machine_as_test
+    from kcm.checkers import hypothesis_machine as hm
+    from kcm.model.cluster import ClusterConfig
+
+    hm.register_profiles()
+    chosen = settings(settings.get_profile("ci"), report_multiple_bugs=False, verbosity=Verbosity.quiet,
+                      **({"max_examples": 25, "stateful_step_count": 25} if fast else {}))
+    for values in HYPOTHESIS_CONFIGS:
+        config = ClusterConfig(**values)
+        model = hm.ContractModel(config, api.start, api.step, hm.package_properties())
+        machine = hm.build_machine(model, name="Mutant", contract_ops=True)
+        try:
+            run_state_machine_as_test(machine, settings=chosen)
+        except hm.PropertyViolation as err:
+            return str(err)
+    return None
+
+
 CATCHERS: list[Catcher] = [
     Catcher("table laws", catch_laws, True),
+    Catcher("hypothesis", catch_hypothesis, True),
 ]
 
 
