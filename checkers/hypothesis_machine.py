@@ -185,12 +185,14 @@ def package_properties() -> list[Property]:
 # -- a Model from an implementation's start/step pair ---------------------------------------
 
 class ContractModel:
-    """A Model over any implementation with the reference API's shape: start(config), step(config, state, action).
+    """A Model over an implementation with the reference API's shape: start(config), step(config, state, action).
+
+    Both return (state, effects); step raises a KcmError when it refuses.
 
     It offers no actions of its own: a machine built with `contract_ops=True` draws every op of the contract.
     """
 
-    def __init__(self, config: ClusterConfig, start: Callable[[ClusterConfig], Any],
+    def __init__(self, config: ClusterConfig, start: Callable[[ClusterConfig], tuple[Any, Any]],
                  step: Callable[[ClusterConfig, Any, Any], tuple[Any, Any]], properties: Sequence[Property]) -> None:
         self.config = config
         self._start = start
@@ -198,8 +200,8 @@ class ContractModel:
         self._properties = list(properties)
 
     def init_states(self) -> list[Any]:
-        """The state the implementation starts from under this config."""
-        return [self._start(self.config)]
+        """The state the implementation starts from under this config (start returns state and effects)."""
+        return [self._start(self.config)[0]]
 
     def actions(self, state: Any) -> list[Any]:
         """None: the contract-op rules draw the actions."""

@@ -174,8 +174,8 @@ def test_sometimes_properties_reached_are_collected(tmp_path):
 
 
 def test_contract_model_wraps_a_start_step_pair():
-    model = hm.ContractModel(CONFIG, lambda c: tuple(c.brokers), lambda c, s, a: LivenessModel([]).step(s, a),
-                             [SOME_BROKER_LIVE])
+    model = hm.ContractModel(CONFIG, lambda c: (tuple(c.brokers), Effects()),
+                             lambda c, s, a: LivenessModel([]).step(s, a), [SOME_BROKER_LIVE])
     assert model.init_states() == [(0, 1, 2)]
     assert model.next_state((0, 1, 2), BrokerFail(1)) == (0, 2)
     assert model.next_state((0, 2), BrokerFail(1)) is None
