@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import io
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -151,9 +152,51 @@ def catch_hypothesis(fast: bool) -> str | None:
     return None
 
 
+def kcm(argv: list[str]) -> tuple[int, str, str]:
+    """Run one `kcm` subcommand in-process (so the mutant applies); its exit code, stdout and stderr."""
+    from kcm import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = cli.main(argv)
+        except SystemExit as exc:  # argparse refusing the arguments
+            code = int(exc.code or 0)
+    return code, out.getvalue(), err.getvalue()
+
+
+SCENARIOS = ROOT / "specs" / "scenarios"
+_passing_scenarios: list[Path] | None = None  # the files that pass unmutated (set by the baseline run)
+
+
+def catch_scenarios(fast: bool) -> str | None:
+    """The scenario suite: every specs/scenarios file through `kcm run`; a failing `expect` catches the mutant."""
+    global _passing_scenarios
+    module("kcm.commands.run")
+    files = sorted(SCENARIOS.rglob("*.json")) if SCENARIOS.is_dir() else []
+    if not files:
+        raise Missing("specs/scenarios missing")
+    if _passing_scenarios is None:
+        # Baseline: a file that already fails without a mutant cannot judge one; it is reported and left out.
+        _passing_scenarios = []
+        for path in files:
+            code, _, _ = kcm(["run", str(path)])
+            if code == 0:
+                _passing_scenarios.append(path)
+            else:
+                print(f"  (scenario {path.relative_to(ROOT)} fails without a mutant, exit {code}: left out)")
+        return None
+    for path in _passing_scenarios:
+        code, _, err = kcm(["run", str(path)])
+        if code != 0:
+            return f"{path.relative_to(ROOT)} exit {code}: {err.strip().splitlines()[0] if err.strip() else ''}"
+    return None
+
+
 CATCHERS: list[Catcher] = [
     Catcher("table laws", catch_laws, True),
     Catcher("hypothesis", catch_hypothesis, True),
+    Catcher("scenarios", catch_scenarios, True),
 ]
 
 
