@@ -119,6 +119,7 @@ class ReplicaData(NamedTuple):
     zk_version: int  # the partition znode version this broker knows (for conditional ISR writes)
     replicas: tuple[int, ...]  # AR as sent in the last LeaderAndIsr
     remote_leo: FMap = EMPTY  # on the leader: follower -> LEO reported by its last fetch
+    truncating: bool = False  # a follower whose leader-epoch truncation waits for its first fetch (KIP-101 on)
 
     @property
     def leo(self) -> int:
@@ -133,6 +134,7 @@ class Ghost(NamedTuple):
     acked: FMap = EMPTY  # (topic, partition) -> ((offset, epoch), ...) acknowledged with acks=all
     consumed: FMap = EMPTY  # (topic, partition) -> ((offset, epoch), ...) handed to a consumer
     max_controller_epoch: int = 0  # highest controller epoch ever elected
+    pending: FMap = EMPTY  # (topic, partition) -> ((offset, epoch), ...) produced with acks=all, not yet acked
 
 
 class Cluster(NamedTuple):

@@ -22,7 +22,7 @@ _ZK_MAPS = ("assignments", "partitions", "reassign_partitions")
 _ZK_SETS = ("brokers", "delete_topics")
 _CTX_MAPS = ("assignments", "leadership", "partition_states", "replica_states", "reassignments")
 _CTX_SETS = ("live_brokers", "shutting_down", "topics_to_delete", "topics_ineligible")
-_GHOST_MAPS = ("elected", "acked", "consumed")
+_GHOST_MAPS = ("elected", "acked", "consumed", "pending")
 
 
 def _thaw(rec: Any, maps: tuple[str, ...], sets: tuple[str, ...]) -> SimpleNamespace:
