@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kcm.model.cluster import NO_LEADER, Cluster
+from kcm.model.actions import Reassign
+from kcm.model.cluster import NO_LEADER, Cluster, Reassignment
 from kcm.model.effects import Effects, LeaderAndIsrRequest
 from kcm.model.fmap import get
 from kcm.model.interface import ALWAYS, SOMETIMES, SOMETIMES_STEP, STEP, Property
@@ -115,6 +116,9 @@ def ar_shrinks_only_last(model: Any, before: Cluster, action: Any, after: Cluste
         if now is None or set(now) >= set(ar):
             continue  # unchanged, grown, or the topic is gone (deletion)
         r = moving.get(tp)
+        if isinstance(action, Reassign) and action.tp == tp:
+            # A new reassignment (or one replacing it, rule 9) whose target is already in the ISR completes at once.
+            r = Reassignment(tuple(ar), tuple(action.replicas))
         if r is None or get(after.ctx.reassignments, tp) is not None:
             return False  # shrunk outside a reassignment, or before it finished
         if tuple(now) != r.target:

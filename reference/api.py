@@ -1,0 +1,77 @@
+"""The reference controller's entry points: start(config) and step(config, state, action).
+
+Both return (Cluster, Effects). A refused step raises a KcmError and the caller keeps its state: the
+handler works on a Txn that is simply dropped.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+from kcm.model import actions as A
+from kcm.model.cluster import Cluster, ClusterConfig, initial_cluster
+from kcm.model.effects import Effects
+from kcm.model.errors import KcmError
+from kcm.model.txn import Txn
+from kcm.reference import brokers, controller, direct, preferred, reassignment, requests, topics
+
+Handler = Callable[[Txn, Any], None]
+
+
+def _dataplane(name: str) -> Handler:
+    def handler(t: Txn, action: Any) -> None:
+        try:
+            module = importlib.import_module("kcm.reference.dataplane")
+        except ModuleNotFoundError as err:
+            if err.name != "kcm.reference.dataplane":
+                raise
+            # Refused like any other step (nothing applied) until the data plane module is installed.
+            raise KcmError(f"{type(action).__name__}: kcm.reference.dataplane is not installed") from None
+        getattr(module, name)(t, action)
+
+    handler.__name__ = name
+    handler.__doc__ = f"kcm.reference.dataplane.{name}"
+    return handler
+
+
+HANDLERS: dict[type, Handler] = {
+    A.CreateTopic: topics.create_topic,
+    A.AddPartitions: topics.add_partitions,
+    A.DeleteTopic: topics.delete_topic,
+    A.BrokerFail: brokers.broker_fail,
+    A.BrokerStart: brokers.broker_start,
+    A.ControlledShutdown: brokers.controlled_shutdown,
+    A.ControllerResign: controller.controller_resign,
+    A.Reassign: reassignment.reassign,
+    A.PreferredElection: preferred.preferred_election,
+    A.Produce: _dataplane("produce"),
+    A.Replicate: _dataplane("replicate"),
+    A.IsrShrink: _dataplane("isr_shrink"),
+    A.Consume: _dataplane("consume"),
+    A.PartitionTransition: direct.partition_transition,
+    A.ReplicaTransition: direct.replica_transition,
+}
+
+
+def start(config: ClusterConfig) -> tuple[Cluster, Effects]:
+    """All brokers registered, then the first controller election (config.first_controller if live)."""
+    t = Txn(config, initial_cluster(config))
+    controller.elect_controller(t, config.first_controller)
+    requests.flush(t)
+    return t.commit()
+
+
+def step(config: ClusterConfig, state: Cluster, action: Any) -> tuple[Cluster, Effects]:
+    """The next state and effects of one action; a KcmError when it is refused (nothing applied)."""
+    handler = HANDLERS.get(type(action))
+    if handler is None:
+        raise TypeError(f"no handler for {type(action).__name__}; known: {', '.join(c.__name__ for c in HANDLERS)}")
+    t = Txn(config, state)
+    handler(t, action)
+    requests.flush(t)
+    return t.commit()
+
+
+__all__ = ["HANDLERS", "KcmError", "start", "step"]

@@ -1,0 +1,117 @@
+"""Broker startup, failure and controlled shutdown (onBrokerStartup, onBrokerFailure, shutdownBroker)."""
+
+from __future__ import annotations
+
+from kcm.model.actions import BrokerFail, BrokerStart, ControlledShutdown
+from kcm.model.cluster import NO_LEADER
+from kcm.model.errors import BrokerNotAvailable
+from kcm.model.states import PartitionState as P
+from kcm.model.states import ReplicaState as R
+from kcm.model.txn import Txn
+from kcm.reference import hooks, requests, selectors
+from kcm.reference.context import has_controller, is_deleting, replicas_on
+from kcm.reference.controller import elect_controller, reset_context
+from kcm.reference.partition_machine import handle_partition_changes, trigger_online_partition_state_change
+from kcm.reference.replica_machine import handle_replica_changes
+
+
+def _registered(t: Txn, broker: int) -> None:
+    if broker not in t.brokers:
+        raise BrokerNotAvailable(f"broker {broker} is not registered in this cluster")
+
+
+def broker_start(t: Txn, a: BrokerStart) -> None:
+    """The broker (re)registers; the controller runs onBrokerStartup (or it becomes controller if there is none)."""
+    _registered(t, a.broker)
+    state = t.brokers[a.broker]
+    if state.alive:
+        raise BrokerNotAvailable(f"broker {a.broker} is already live")
+    t.brokers[a.broker] = state._replace(alive=True, shutting_down=False, incarnation=state.incarnation + 1)
+    # A restarted broker has lost its in-memory partition state; its logs and checkpointed HW remain.
+    for key, data in list(t.replicas.items()):
+        if key[2] == a.broker:
+            t.replicas[key] = data._replace(leader=NO_LEADER, leader_epoch=-1)
+    hooks.call("on_broker_restart", t, a.broker)
+    t.zk.brokers.add(a.broker)
+    if not has_controller(t):
+        elect_controller(t)
+        return
+    t.ctx.live_brokers.add(a.broker)
+    t.ctx.shutting_down.discard(a.broker)
+    on_broker_startup(t, {a.broker})
+
+
+def on_broker_startup(t: Txn, new: set[int]) -> None:
+    """UpdateMetadata to the new brokers, their replicas online, elections, reassignments and deletions resumed."""
+    requests.add_update_metadata(t, sorted(new), sorted(t.ctx.assignments))
+    requests.flush(t)
+    replicas = replicas_on(t, new)
+    handle_replica_changes(t, [r for r in replicas if not is_deleting(t, r[0][0])], R.ONLINE)
+    trigger_online_partition_state_change(t)
+    from kcm.reference.reassignment import on_partition_reassignment
+    from kcm.reference.topics import resume_deletion
+
+    for tp, r in sorted(t.ctx.reassignments.items()):
+        if any(b in new for b in r.target) and t.ctx.reassignments.get(tp) == r:
+            on_partition_reassignment(t, tp, r)
+    for topic in sorted({tp[0] for tp, _ in replicas if is_deleting(t, tp[0])}):
+        t.ctx.topics_ineligible.discard(topic)
+        resume_deletion(t, topic)
+
+
+def broker_fail(t: Txn, a: BrokerFail) -> None:
+    """The broker's session expires: a new controller if it was the controller, else onBrokerFailure."""
+    _registered(t, a.broker)
+    state = t.brokers[a.broker]
+    if not state.alive:
+        raise BrokerNotAvailable(f"broker {a.broker} is not live")
+    t.brokers[a.broker] = state._replace(alive=False, shutting_down=False)
+    hooks.call("on_broker_crash", t, a.broker)
+    t.zk.brokers.discard(a.broker)
+    if t.zk.controller == a.broker:
+        t.zk.controller = -1  # the ephemeral /controller dies with the session
+        reset_context(t)
+        elect_controller(t)  # contract rule 10: lowest live id, next epoch
+        return
+    if not has_controller(t):
+        return
+    t.ctx.live_brokers.discard(a.broker)
+    t.ctx.shutting_down.discard(a.broker)
+    on_broker_failure(t, {a.broker})
+
+
+def on_broker_failure(t: Txn, dead: set[int]) -> None:
+    """Leaderless partitions -> Offline -> Online (offline selector); replicas on the dead brokers -> Offline."""
+    replicas = replicas_on(t, dead)
+    leaderless = [tp for tp, lai in sorted(t.ctx.leadership.items())
+                  if lai.leader in dead and not is_deleting(t, tp[0])]
+    handle_partition_changes(t, leaderless, P.OFFLINE)
+    trigger_online_partition_state_change(t)
+    handle_replica_changes(t, [r for r in replicas if not is_deleting(t, r[0][0])], R.OFFLINE)
+    from kcm.reference.topics import resume_deletion
+
+    for topic in sorted({tp[0] for tp, _ in replicas if is_deleting(t, tp[0])}):
+        resume_deletion(t, topic)
+    if not leaderless:
+        requests.add_update_metadata(t, sorted(t.ctx.live_brokers), ())
+        requests.flush(t)
+
+
+def controlled_shutdown(t: Txn, a: ControlledShutdown) -> None:
+    """shutdownBroker: leaders moved with the controlled-shutdown selector, followers -> OfflineReplica (RF > 1)."""
+    _registered(t, a.broker)
+    state = t.brokers[a.broker]
+    if not state.alive or not has_controller(t):
+        raise BrokerNotAvailable(f"broker {a.broker} is not live")
+    t.brokers[a.broker] = state._replace(shutting_down=True)
+    t.ctx.shutting_down.add(a.broker)
+    tps = [tp for tp, ar in sorted(t.ctx.assignments.items())
+           if a.broker in ar and len(ar) > 1 and not is_deleting(t, tp[0])]
+    led = [tp for tp in tps if t.ctx.leadership.get(tp) is not None and t.ctx.leadership[tp].leader == a.broker]
+    followed = [tp for tp in tps if tp not in led]
+    for tp in handle_partition_changes(t, led, P.ONLINE, selectors.CONTROLLED_SHUTDOWN):
+        t.note(f"{tp[0]}-{tp[1]}: no other ISR replica can lead; broker {a.broker} stays leader")
+    for tp in followed:
+        requests.add_stop_replica(t, a.broker, tp, delete=False)
+    requests.flush(t)
+    handle_replica_changes(t, [(tp, a.broker) for tp in followed], R.OFFLINE)

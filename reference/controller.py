@@ -1,0 +1,114 @@
+"""Controller election, failover (onControllerFailover) and resignation."""
+
+from __future__ import annotations
+
+from kcm.model.actions import ControllerResign
+from kcm.model.cluster import NO_CONTROLLER, NO_LEADER, Reassignment
+from kcm.model.errors import BrokerNotAvailable
+from kcm.model.states import PartitionState as P
+from kcm.model.states import ReplicaState as R
+from kcm.model.txn import Txn
+from kcm.reference import requests
+from kcm.reference.partition_machine import trigger_online_partition_state_change
+from kcm.reference.replica_machine import handle_replica_changes
+
+
+def reset_context(t: Txn) -> None:
+    """Drop the controller's in-memory state (it resigned or its broker died)."""
+    c = t.ctx
+    c.controller_id, c.epoch, c.epoch_zk_version = NO_CONTROLLER, 0, 0
+    for name in ("assignments", "leadership", "partition_states", "replica_states", "reassignments"):
+        setattr(c, name, {})
+    for name in ("live_brokers", "shutting_down", "topics_to_delete", "topics_ineligible"):
+        setattr(c, name, set())
+    t.request_batch = requests.RequestBatch()  # type: ignore[attr-defined]
+
+
+def elect_controller(t: Txn, preferred: int = NO_CONTROLLER) -> None:
+    """Live brokers race for /controller: the preferred one if live, else the lowest live id; then failover."""
+    reset_context(t)
+    live = sorted(b for b, s in t.brokers.items() if s.alive)
+    if not live:
+        t.zk.controller = NO_CONTROLLER
+        return
+    winner = preferred if preferred in live else live[0]
+    t.zk.controller = winner
+    t.zk.controller_epoch += 1
+    t.zk.controller_epoch_zk_version += 1
+    t.ghost.max_controller_epoch = max(t.ghost.max_controller_epoch, t.zk.controller_epoch)
+    t.ctx.controller_id = winner
+    t.ctx.epoch = t.zk.controller_epoch
+    t.ctx.epoch_zk_version = t.zk.controller_epoch_zk_version
+    on_controller_failover(t)
+
+
+def on_controller_failover(t: Txn) -> None:
+    """Load the context from ZooKeeper, start both state machines, resume reassignments and deletions."""
+    c = t.ctx
+    c.live_brokers = set(t.zk.brokers)
+    # A broker in controlled shutdown retries its request with the new controller.
+    c.shutting_down = {b for b in c.live_brokers if t.brokers[b].shutting_down}
+    c.assignments = dict(t.zk.assignments)
+    c.leadership = dict(t.zk.partitions)
+    c.topics_to_delete = set(t.zk.delete_topics)
+    # ZooKeeper keeps AR = RAR + (OAR - RAR) and the target; the resumed reassignment takes that AR as OAR.
+    c.reassignments = {tp: Reassignment(tuple(c.assignments[tp]), tuple(target))
+                       for tp, target in t.zk.reassign_partitions.items() if tp in c.assignments}
+    replica_state_machine_startup(t)
+    partition_state_machine_startup(t)
+    from kcm.reference.reassignment import on_partition_reassignment
+    from kcm.reference.topics import resume_deletion
+
+    for tp, r in sorted(c.reassignments.items()):
+        if tp in c.reassignments:
+            on_partition_reassignment(t, tp, r)
+    for topic in sorted(c.topics_to_delete):
+        resume_deletion(t, topic)
+    requests.add_update_metadata(t, sorted(c.live_brokers), sorted(c.assignments))
+    requests.flush(t)
+
+
+def replica_state_machine_startup(t: Txn) -> None:
+    """Replicas on live brokers -> OnlineReplica; those on dead brokers -> OfflineReplica.
+
+    Kafka >= 2.3 (KAFKA-8152) initializes dead replicas as ReplicaDeletionIneligible and moves them
+    to OfflineReplica, which takes them out of the ISR. Under rules without deletion states
+    (kafka-0.8) they are initialized OfflineReplica directly.
+    """
+    c = t.ctx
+    online, offline = [], []
+    for tp, ar in sorted(c.assignments.items()):
+        for b in ar:
+            (online if b in c.live_brokers else offline).append((tp, b))
+    for tp, b in online:
+        c.replica_states[(tp[0], tp[1], b)] = R.ONLINE
+    initial_offline = R.DELETION_INELIGIBLE if t.rules.has_deletion_states() else R.OFFLINE
+    for tp, b in offline:
+        c.replica_states[(tp[0], tp[1], b)] = initial_offline
+    handle_replica_changes(t, online, R.ONLINE)
+    if initial_offline != R.OFFLINE:
+        handle_replica_changes(t, offline, R.OFFLINE)
+
+
+def partition_state_machine_startup(t: Txn) -> None:
+    """Partitions New (no leadership), Online (live leader) or Offline; then New/Offline -> Online."""
+    c = t.ctx
+    live = c.live_brokers - c.shutting_down
+    for tp in c.assignments:
+        lai = c.leadership.get(tp)
+        if lai is None:
+            c.partition_states[tp] = P.NEW
+        elif lai.leader != NO_LEADER and lai.leader in live:
+            c.partition_states[tp] = P.ONLINE
+        else:
+            c.partition_states[tp] = P.OFFLINE
+    trigger_online_partition_state_change(t)
+
+
+def controller_resign(t: Txn, a: ControllerResign) -> None:
+    """/controller goes away; a new election runs (the named broker wins if live)."""
+    if a.broker >= 0 and not (a.broker in t.brokers and t.brokers[a.broker].alive):
+        raise BrokerNotAvailable(f"broker {a.broker} is not live and cannot win the election")
+    if not any(s.alive for s in t.brokers.values()):
+        raise BrokerNotAvailable("no live broker to elect as controller")
+    elect_controller(t, a.broker)

@@ -1,0 +1,36 @@
+"""Preferred replica election (onPreferredReplicaElection)."""
+
+from __future__ import annotations
+
+from kcm.model.actions import PreferredElection
+from kcm.model.errors import UnknownTopicOrPartition
+from kcm.model.names import tp_name
+from kcm.model.states import PartitionState as P
+from kcm.model.txn import Txn
+from kcm.reference import selectors
+from kcm.reference.context import has_controller, is_deleting
+from kcm.reference.partition_machine import handle_partition_changes
+
+
+def preferred_election(t: Txn, a: PreferredElection) -> None:
+    """Affected partitions -> OnlinePartition with the preferred selector; those already led by it are skipped."""
+    if a.tps is None:
+        tps = [tp for tp in sorted(t.zk.assignments) if tp[0] not in t.zk.delete_topics]
+    else:
+        for tp in a.tps:
+            if tp not in t.zk.assignments or tp[0] in t.zk.delete_topics:
+                raise UnknownTopicOrPartition(f"partition {tp_name(tp)} does not exist")
+        tps = list(a.tps)
+    if not has_controller(t):
+        return
+    # Kafka skips partitions being reassigned or deleted, and those whose leader already is the
+    # preferred replica (ELECTION_NOT_NEEDED): no write, no epoch bump.
+    todo = []
+    for tp in tps:
+        lai = t.ctx.leadership.get(tp)
+        ar = t.ctx.assignments.get(tp, ())
+        if tp in t.ctx.reassignments or is_deleting(t, tp[0]) or lai is None or not ar or lai.leader == ar[0]:
+            continue
+        todo.append(tp)
+    for tp in handle_partition_changes(t, todo, P.ONLINE, selectors.PREFERRED):
+        t.note(f"{tp_name(tp)}: preferred replica not eligible; leader kept")

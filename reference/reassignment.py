@@ -1,0 +1,103 @@
+"""Partition reassignment (onPartitionReassignment in the seeds' twelve steps) and the ISR-change hook."""
+
+from __future__ import annotations
+
+from kcm.model.actions import Reassign
+from kcm.model.cluster import Reassignment
+from kcm.model.errors import InvalidReplicaAssignment, UnknownTopicOrPartition
+from kcm.model.names import tp_name
+from kcm.model.states import PartitionState as P
+from kcm.model.states import ReplicaState as R
+from kcm.model.txn import Txn
+from kcm.reference import leadership, requests, selectors
+from kcm.reference.context import eligible_brokers, has_controller
+from kcm.reference.partition_machine import handle_partition_changes
+from kcm.reference.replica_machine import handle_replica_changes
+
+
+def reassign(t: Txn, a: Reassign) -> None:
+    """Write /admin/reassign_partitions and start (or replace, rule 9) the partition's reassignment."""
+    tp = a.tp
+    if tp not in t.zk.assignments or tp[0] in t.zk.delete_topics:
+        raise UnknownTopicOrPartition(f"partition {tp_name(tp)} does not exist")
+    target = tuple(a.replicas)
+    registered = set(t.config.brokers)
+    if not target or len(set(target)) != len(target) or any(b not in registered for b in target):
+        raise InvalidReplicaAssignment(
+            f"{tp_name(tp)}: target {list(target)} must be distinct registered brokers, at least one")
+    t.zk.reassign_partitions[tp] = target
+    if not has_controller(t):
+        return
+    start(t, tp, target)
+
+
+def start(t: Txn, tp: tuple, target: tuple[int, ...]) -> None:
+    """Begin tracking a reassignment towards target and run its first round."""
+    # A replacement keeps the whole current AR as OAR, so no replica leaves AR before the new target
+    # has joined the ISR; the replicas of the abandoned target are removed when it completes.
+    original = tuple(t.ctx.assignments[tp])
+    if target == original and tp not in t.ctx.reassignments:
+        t.note(f"{tp_name(tp)}: target equals the current replicas; nothing to reassign")
+        t.zk.reassign_partitions.pop(tp, None)
+        return
+    r = Reassignment(original, target)
+    t.ctx.reassignments[tp] = r
+    on_partition_reassignment(t, tp, r)
+
+
+def on_partition_reassignment(t: Txn, tp: tuple, r: Reassignment) -> None:
+    """One round: complete if RAR is in the ISR, else write AR = RAR + (OAR - RAR) and start the new replicas."""
+    lai = t.zk.partitions.get(tp)
+    if lai is not None and all(b in lai.isr for b in r.target):
+        complete(t, tp, r)
+        return
+    ar = r.replicas
+    t.zk.assignments[tp] = ar  # step 1
+    t.ctx.assignments[tp] = ar
+    if lai is not None:  # step 2: LeaderAndIsr to OAR + RAR with the next leader epoch (rule 11)
+        leadership.update_leader_and_isr(t, tp, lambda cur: (cur.leader, cur.isr))
+        requests.add_leader_and_isr(t, ar, tp)
+        requests.flush(t)
+    handle_replica_changes(t, [(tp, b) for b in r.adding], R.NEW)  # step 3
+
+
+def complete(t: Txn, tp: tuple, r: Reassignment) -> None:
+    """Steps 5 to 12: RAR online, leader in RAR, OAR - RAR offline and deleted, AR = RAR in ZooKeeper."""
+    handle_replica_changes(t, [(tp, b) for b in r.target], R.ONLINE)  # step 5
+    t.ctx.assignments[tp] = r.target  # step 6
+    lai = t.ctx.leadership[tp]
+    if lai.leader not in r.target or lai.leader not in eligible_brokers(t):  # step 7
+        if handle_partition_changes(t, [tp], P.ONLINE, selectors.REASSIGNED):
+            t.note(f"{tp_name(tp)}: no live RAR replica in the ISR to lead; leader kept")
+    else:
+        leadership.update_leader_and_isr(t, tp, lambda cur: (cur.leader, cur.isr))
+        requests.add_leader_and_isr(t, r.target, tp)
+        requests.flush(t)
+    removed = [(tp, b) for b in r.removing]
+    handle_replica_changes(t, removed, R.OFFLINE)  # step 8
+    if t.rules.has_deletion_states():  # step 9
+        for state in (R.DELETION_STARTED, R.DELETION_SUCCESSFUL, R.NON_EXISTENT):
+            handle_replica_changes(t, removed, state)
+    else:
+        handle_replica_changes(t, removed, R.NON_EXISTENT)
+    t.zk.assignments[tp] = r.target  # step 10
+    t.zk.reassign_partitions.pop(tp, None)  # step 11
+    t.ctx.reassignments.pop(tp, None)
+    requests.add_update_metadata(t, sorted(t.ctx.live_brokers), (tp,))  # step 12
+    requests.flush(t)
+    if tp[0] in t.ctx.topics_ineligible:
+        from kcm.reference.topics import resume_deletion
+
+        t.ctx.topics_ineligible.discard(tp[0])
+        resume_deletion(t, tp[0])
+
+
+def on_isr_change(t: Txn, tp: tuple) -> None:
+    """After a leader's ISR write: refresh the controller's cache; complete a reassignment whose RAR is in the ISR."""
+    if not has_controller(t):
+        return
+    leadership.refresh_from_zk(t, tp)
+    r = t.ctx.reassignments.get(tp)
+    lai = t.ctx.leadership.get(tp)
+    if r is not None and lai is not None and all(b in lai.isr for b in r.target):
+        complete(t, tp, r)

@@ -1,0 +1,64 @@
+"""The replica state machine (Kafka's ReplicaStateMachine.handleStateChanges)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from kcm.model.states import ReplicaState as R
+from kcm.model.txn import Txn
+from kcm.reference import leadership, requests
+from kcm.reference.context import is_deleting
+
+
+def handle_replica_changes(t: Txn, replicas: Iterable[tuple[tuple, int]], target: str,
+                           strict: bool = False) -> None:
+    """Move replicas to target, then send the batch.
+
+    Controller operations (strict False) skip moves the table refuses, as Kafka does; a direct call
+    (strict True) raises IllegalStateTransition.
+    """
+    for tp, b in replicas:
+        if not strict and not t.can_move_replica(tp, b, target):
+            continue
+        _move(t, tp, b, target)
+    requests.flush(t)
+
+
+def _move(t: Txn, tp: tuple, b: int, target: str) -> None:
+    current = t.replica_state(tp, b)
+    lai = t.ctx.leadership.get(tp)
+    if target == R.NEW:
+        t.set_replica_state(tp, b, target)
+        if lai is not None and lai.leader != b:
+            requests.add_leader_and_isr(t, (b,), tp)
+    elif target == R.ONLINE:
+        t.set_replica_state(tp, b, target)
+        if current == R.NEW:
+            ar = t.ctx.assignments.get(tp, ())
+            if b not in ar:
+                # Seeds 000/003: NewReplica -> OnlineReplica adds the replica to the cached AR if needed.
+                t.ctx.assignments[tp] = tuple(ar) + (b,)
+        elif lai is not None:
+            requests.add_leader_and_isr(t, (b,), tp)
+    elif target == R.OFFLINE:
+        t.set_replica_state(tp, b, target)
+        requests.add_stop_replica(t, b, tp, delete=False)
+        if lai is not None:
+            new = leadership.remove_replica_from_isr(t, tp, b)
+            if new is not None and not is_deleting(t, tp[0]):
+                others = tuple(r for r in t.ctx.assignments.get(tp, ()) if r != b)
+                requests.add_leader_and_isr(t, others, tp)
+    elif target == R.DELETION_STARTED:
+        t.set_replica_state(tp, b, target)
+        requests.add_stop_replica(t, b, tp, delete=True)
+    elif target == R.NON_EXISTENT:
+        t.set_replica_state(tp, b, target)
+        if current == R.OFFLINE:
+            # Kafka 0.8 (no deletion states): OfflineReplica -> NonExistentReplica deletes the log itself.
+            requests.add_stop_replica(t, b, tp, delete=True)
+        ar = t.ctx.assignments.get(tp)
+        if ar is not None and b in ar:
+            t.ctx.assignments[tp] = tuple(r for r in ar if r != b)
+    else:
+        t.set_replica_state(tp, b, target)
+

@@ -1,0 +1,144 @@
+"""ControllerBrokerRequestBatch and the broker side of the control requests.
+
+Kafka's controller collects LeaderAndIsr, UpdateMetadata and StopReplica requests in a batch per state
+machine call and sends them per broker in that order. Delivery is synchronous here and happens in one
+function, `deliver`, so an explorer can later turn delivery into a separate action.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kcm.model.cluster import NO_LEADER, ReplicaData
+from kcm.model.effects import LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest
+from kcm.model.names import tp_name
+from kcm.model.txn import Txn
+
+
+class RequestBatch:
+    """Requests of one state-machine call, keyed like Kafka's batch (the last LeaderAndIsr per broker wins)."""
+
+    def __init__(self) -> None:
+        self.leader_and_isr: dict[tuple[int, tuple], tuple[int, tuple, Any, tuple]] = {}
+        self.update_metadata: dict[int, list[tuple]] = {}
+        self.stop_replica: list[tuple[int, tuple, bool]] = []
+
+    def empty(self) -> bool:
+        """Whether nothing is queued."""
+        return not (self.leader_and_isr or self.update_metadata or self.stop_replica)
+
+
+def batch(t: Txn) -> RequestBatch:
+    """The batch of the operation in progress (one per Txn, created on first use)."""
+    b = getattr(t, "request_batch", None)
+    if b is None:
+        b = RequestBatch()
+        t.request_batch = b  # type: ignore[attr-defined]
+    return b
+
+
+def add_leader_and_isr(t: Txn, brokers: Any, tp: tuple, replicas: tuple[int, ...] | None = None) -> None:
+    """Queue LeaderAndIsr with the controller's current leadership of tp to brokers, plus UpdateMetadata."""
+    lai = t.ctx.leadership.get(tp)
+    if lai is None:
+        return
+    ar = tuple(replicas) if replicas is not None else tuple(t.ctx.assignments.get(tp, ()))
+    b = batch(t)
+    for broker in brokers:
+        b.leader_and_isr[(broker, tp)] = (broker, tp, lai, ar)
+    add_update_metadata(t, tuple(t.ctx.live_brokers), (tp,))
+
+
+def add_update_metadata(t: Txn, brokers: Any, tps: Any) -> None:
+    """Queue UpdateMetadata for tps to brokers."""
+    b = batch(t)
+    for broker in brokers:
+        queued = b.update_metadata.setdefault(broker, [])
+        queued.extend(tp for tp in tps if tp not in queued)
+
+
+def add_stop_replica(t: Txn, broker: int, tp: tuple, delete: bool) -> None:
+    """Queue StopReplica for tp to broker (delete: remove the log too)."""
+    b = batch(t)
+    b.stop_replica = [r for r in b.stop_replica if (r[0], r[1]) != (broker, tp)]
+    b.stop_replica.append((broker, tp, delete))
+
+
+def flush(t: Txn) -> None:
+    """Send the batch: LeaderAndIsr, then UpdateMetadata, then StopReplica, each delivered at once."""
+    b = batch(t)
+    if b.empty():
+        return
+    t.request_batch = RequestBatch()  # type: ignore[attr-defined]
+    epoch = t.ctx.epoch
+    for broker, tp, lai, ar in b.leader_and_isr.values():
+        deliver(t, LeaderAndIsrRequest(broker, tp, lai.leader, lai.leader_epoch, lai.isr, ar, epoch, lai.zk_version))
+    for broker, tps in sorted(b.update_metadata.items()):
+        deliver(t, UpdateMetadataRequest(broker, tuple(sorted(tps)), epoch))
+    for broker, tp, delete in b.stop_replica:
+        deliver(t, StopReplicaRequest(broker, tp, delete, epoch))
+
+
+def deliver(t: Txn, req: Any) -> bool:
+    """Deliver one request; True when the broker applied it.
+
+    Requests to brokers that are neither live nor shutting down are dropped and not listed (contract
+    rule 6). A broker refuses a request older than the newest controller epoch it has accepted.
+    """
+    state = t.brokers.get(req.broker)
+    if state is None or not state.alive:
+        return False
+    t.requests.append(req)
+    if stale_controller_epoch(t, state.controller_epoch, req.controller_epoch):
+        t.note(f"broker {req.broker} refused {type(req).__name__} of controller epoch {req.controller_epoch}: "
+               f"it has accepted epoch {state.controller_epoch} (StaleControllerEpoch)")
+        return False
+    if req.controller_epoch > state.controller_epoch:
+        t.brokers[req.broker] = state._replace(controller_epoch=req.controller_epoch)
+    if isinstance(req, LeaderAndIsrRequest):
+        return _apply_leader_and_isr(t, req)
+    if isinstance(req, StopReplicaRequest):
+        _apply_stop_replica(t, req)
+    return True
+
+
+def stale_controller_epoch(t: Txn, accepted: int, carried: int) -> bool:
+    """The broker's fencing rule: a request older than the newest accepted controller epoch is refused."""
+    if t.config.has("no-broker-epoch-check"):
+        return False
+    return carried < accepted
+
+
+def _apply_leader_and_isr(t: Txn, req: LeaderAndIsrRequest) -> bool:
+    """becomeLeaderOrFollower for one partition: only a higher leader epoch than the replica's is applied."""
+    key = (req.tp[0], req.tp[1], req.broker)
+    data = t.replicas.get(key)
+    if req.broker not in req.replicas:
+        t.note(f"broker {req.broker} ignored LeaderAndIsr for {tp_name(req.tp)}: not in its replica list")
+        return False
+    if data is not None and req.leader_epoch <= data.leader_epoch:
+        t.note(f"broker {req.broker} ignored LeaderAndIsr for {tp_name(req.tp)}: leader epoch {req.leader_epoch} "
+               f"is not above its {data.leader_epoch}")
+        return False
+    fields = dict(leader=req.leader, leader_epoch=req.leader_epoch, isr=tuple(sorted(req.isr)),
+                  zk_version=req.zk_version, replicas=tuple(req.replicas))
+    t.replicas[key] = data._replace(**fields) if data is not None else ReplicaData(log=(), hw=0, **fields)
+    from kcm.reference import hooks
+
+    if req.leader == req.broker:
+        hooks.call("become_leader", t, req.tp, req.broker)
+    elif req.leader != NO_LEADER:
+        hooks.call("become_follower", t, req.tp, req.broker)
+    return True
+
+
+def _apply_stop_replica(t: Txn, req: StopReplicaRequest) -> None:
+    """StopReplica: stop fetching or leading; with delete, remove the local replica and its log."""
+    key = (req.tp[0], req.tp[1], req.broker)
+    data = t.replicas.get(key)
+    if data is None:
+        return
+    if req.delete:
+        del t.replicas[key]
+    else:
+        t.replicas[key] = data._replace(leader=NO_LEADER)

@@ -1,0 +1,158 @@
+"""Topic creation (onNewTopicCreation / onNewPartitionCreation, seed 004's placement) and topic deletion."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kcm.model.actions import AddPartitions, CreateTopic, DeleteTopic
+from kcm.model.errors import InvalidReplicaAssignment, ReassignmentInProgress, UnknownTopicOrPartition
+from kcm.model.states import PartitionState as P
+from kcm.model.states import ReplicaState as R
+from kcm.model.txn import Txn
+from kcm.reference import requests
+from kcm.reference.context import has_controller, partitions_of, topic_exists
+from kcm.reference.partition_machine import handle_partition_changes
+from kcm.reference.replica_machine import handle_replica_changes
+
+
+def place_replicas(brokers: Sequence[int], partitions: int, replication_factor: int) -> dict[int, tuple[int, ...]]:
+    """Seed 004: partition i's j-th replica goes on the ((i + j) mod n)-th of the sorted live brokers."""
+    live = sorted(brokers)
+    n = len(live)
+    if partitions < 1:
+        raise InvalidReplicaAssignment(f"a topic needs at least one partition, not {partitions}")
+    if replication_factor < 1 or replication_factor > n:
+        raise InvalidReplicaAssignment(
+            f"replication factor {replication_factor} is not between 1 and the {n} live brokers")
+    return {i: tuple(live[(i + j) % n] for j in range(replication_factor)) for i in range(partitions)}
+
+
+def check_assignment(t: Txn, topic: str, assignment: Sequence[tuple[int, tuple[int, ...]]], first: int) -> None:
+    """Partition ids numbered on from `first`, each with a non-empty list of distinct registered brokers."""
+    ids = [p for p, _ in assignment]
+    if not ids or sorted(ids) != list(range(first, first + len(ids))):
+        raise InvalidReplicaAssignment(f"{topic}: partitions {sorted(ids)} are not numbered {first}, {first + 1}, ...")
+    registered = set(t.config.brokers)
+    for p, replicas in assignment:
+        if not replicas or len(set(replicas)) != len(replicas):
+            raise InvalidReplicaAssignment(f"{topic}-{p}: replicas {list(replicas)} are empty or repeat a broker")
+        unknown = [b for b in replicas if b not in registered]
+        if unknown:
+            raise InvalidReplicaAssignment(f"{topic}-{p}: brokers {unknown} are not registered")
+
+
+def create_topic(t: Txn, a: CreateTopic) -> None:
+    """Register the topic's assignment in ZooKeeper, then onNewTopicCreation."""
+    if topic_exists(t, a.topic):
+        raise InvalidReplicaAssignment(f"topic {a.topic} already exists")
+    if a.assignment:
+        check_assignment(t, a.topic, a.assignment, 0)
+        assignment = dict(a.assignment)
+    else:
+        assignment = place_replicas(t.zk.brokers, a.partitions, a.replication_factor)
+    _add(t, a.topic, assignment)
+
+
+def add_partitions(t: Txn, a: AddPartitions) -> None:
+    """New partitions of an existing topic, then onNewPartitionCreation."""
+    if not topic_exists(t, a.topic) or a.topic in t.zk.delete_topics:
+        raise UnknownTopicOrPartition(f"topic {a.topic} does not exist")
+    if any(tp[0] == a.topic for tp in t.zk.reassign_partitions):
+        raise ReassignmentInProgress(f"topic {a.topic} has a partition being reassigned")
+    existing = sum(1 for tp in t.zk.assignments if tp[0] == a.topic)
+    check_assignment(t, a.topic, a.assignment, existing)
+    _add(t, a.topic, dict(a.assignment))
+
+
+def _add(t: Txn, topic: str, assignment: dict[int, tuple[int, ...]]) -> None:
+    tps = [(topic, p) for p in sorted(assignment)]
+    for tp in tps:
+        t.zk.assignments[tp] = tuple(assignment[tp[1]])
+    if has_controller(t):
+        on_new_partition_creation(t, tps)
+
+
+def on_new_partition_creation(t: Txn, tps: list[tuple]) -> None:
+    """Partitions -> NewPartition, replicas -> NewReplica, partitions -> OnlinePartition, replicas -> OnlineReplica."""
+    for tp in tps:
+        t.ctx.assignments[tp] = t.zk.assignments[tp]
+    replicas = [(tp, b) for tp in tps for b in t.ctx.assignments[tp]]
+    handle_partition_changes(t, tps, P.NEW)
+    handle_replica_changes(t, replicas, R.NEW)
+    handle_partition_changes(t, tps, P.ONLINE)
+    handle_replica_changes(t, replicas, R.ONLINE)
+
+
+def delete_topic(t: Txn, a: DeleteTopic) -> None:
+    """Queue the topic in /admin/delete_topics; the controller deletes it (contract rule 5)."""
+    if not topic_exists(t, a.topic):
+        raise UnknownTopicOrPartition(f"topic {a.topic} does not exist")
+    if a.topic in t.zk.delete_topics:
+        t.note(f"topic {a.topic} is already queued for deletion")
+        return
+    t.zk.delete_topics.add(a.topic)
+    if has_controller(t):
+        t.ctx.topics_to_delete.add(a.topic)
+        resume_deletion(t, a.topic)
+
+
+def resume_deletion(t: Txn, topic: str) -> None:
+    """Take every replica of the topic as far towards deletion as its broker allows; finish when all are gone.
+
+    Replicas on live brokers go OfflineReplica -> ReplicaDeletionStarted, and the StopReplica answer
+    arrives at once (-> ReplicaDeletionSuccessful). Replicas on dead brokers go ReplicaDeletionIneligible
+    (directly where the table allows OfflineReplica -> ReplicaDeletionIneligible, else through
+    ReplicaDeletionStarted) and wait for their broker. Under rules without deletion states (kafka-0.8),
+    OfflineReplica -> NonExistentReplica deletes the log.
+    """
+    if topic not in t.ctx.topics_to_delete:
+        return
+    tps = partitions_of(t, topic)
+    if any(tp in t.ctx.reassignments for tp in tps):
+        t.ctx.topics_ineligible.add(topic)  # Kafka waits for the reassignment to finish first
+        return
+    replicas = [(tp, b) for tp in tps for b in t.ctx.assignments[tp]]
+    live = {b for b, s in t.brokers.items() if s.alive}
+    on_live = [r for r in replicas if r[1] in live]
+    on_dead = [r for r in replicas if r[1] not in live]
+    requests.add_update_metadata(t, sorted(t.ctx.live_brokers), tps)
+    if t.rules.has_deletion_states():
+        handle_replica_changes(t, [r for r in on_dead if t.replica_state(*r) in (R.NEW, R.ONLINE)], R.OFFLINE)
+        if t.rules.allows_replica(R.OFFLINE, R.DELETION_INELIGIBLE):
+            handle_replica_changes(t, on_dead, R.DELETION_INELIGIBLE)
+        else:
+            handle_replica_changes(t, [r for r in on_dead if t.replica_state(*r) == R.OFFLINE], R.DELETION_STARTED)
+            handle_replica_changes(t, on_dead, R.DELETION_INELIGIBLE)
+        retry = [r for r in on_live if t.replica_state(*r) not in (R.DELETION_STARTED, R.DELETION_SUCCESSFUL)]
+        handle_replica_changes(t, retry, R.OFFLINE)
+        handle_replica_changes(t, retry, R.DELETION_STARTED)  # StopReplica(delete) delivered in this flush
+        handle_replica_changes(t, on_live, R.DELETION_SUCCESSFUL)
+        done = all(t.replica_state(*r) == R.DELETION_SUCCESSFUL for r in replicas)
+    else:
+        handle_replica_changes(t, [r for r in replicas if t.replica_state(*r) in (R.NEW, R.ONLINE)], R.OFFLINE)
+        handle_replica_changes(t, on_live, R.NON_EXISTENT)
+        done = all(t.replica_state(*r) == R.NON_EXISTENT for r in replicas)
+    if done:
+        complete_deletion(t, topic, replicas)
+    else:
+        t.ctx.topics_ineligible.add(topic)
+
+
+def complete_deletion(t: Txn, topic: str, replicas: list[tuple[tuple, int]]) -> None:
+    """Every replica deleted: replicas -> NonExistentReplica, partitions -> NonExistentPartition, ZK cleaned."""
+    handle_replica_changes(t, replicas, R.NON_EXISTENT)
+    tps = partitions_of(t, topic)
+    handle_partition_changes(t, [tp for tp in tps if t.partition_state(tp) in (P.NEW, P.ONLINE)], P.OFFLINE)
+    handle_partition_changes(t, tps, P.NON_EXISTENT)
+    for tp in tps:
+        for m in (t.zk.assignments, t.zk.partitions, t.zk.reassign_partitions, t.ctx.assignments,
+                  t.ctx.leadership, t.ctx.partition_states):
+            m.pop(tp, None)
+    for key in [k for k in t.ctx.replica_states if k[0] == topic]:
+        del t.ctx.replica_states[key]
+    # A re-created topic starts again at leader epoch 0: forget this one's leader epochs.
+    for key in [k for k in t.ghost.elected if k[0] == topic]:
+        del t.ghost.elected[key]
+    t.zk.delete_topics.discard(topic)
+    t.ctx.topics_to_delete.discard(topic)
+    t.ctx.topics_ineligible.discard(topic)
