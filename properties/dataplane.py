@@ -1,0 +1,107 @@
+"""The replication data plane's named properties, each a function over Cluster values with its rule in words.
+
+A record is identified by (offset, leader epoch): one leader per epoch appends each offset once. "Lost" means
+absent from the log of the acting leader (the live broker that leads by the znode and its own LeaderAndIsr).
+"Leader in ISR in AR" and "at most one leader per leader epoch" are controller rules: they live in
+kcm.properties.controller and hold here too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kcm.model.cluster import Cluster
+from kcm.model.effects import Effects
+from kcm.model.interface import ALWAYS, SOMETIMES, STEP, Property
+from kcm.reference.dataplane import leader_log
+
+
+def _missing(state: Cluster, records: Any) -> list[tuple]:
+    """The (partition, offset, epoch) of ghost records not in their partition's acting leader's log."""
+    out = []
+    for tp, recs in records:
+        log = leader_log(state, tp)
+        if log is None:
+            continue  # no acting leader: nothing can be read or lost yet
+        out.extend((tp, o, e) for o, e in recs if o >= len(log) or log[o] != e)
+    return out
+
+
+def acked_records_survive(model: Any, state: Cluster) -> bool:
+    """Every record acknowledged with acks=all is in the log of every later leader."""
+    return not _missing(state, state.ghost.acked)
+
+
+def consumed_records_survive(model: Any, state: Cluster) -> bool:
+    """A consumer never reads a record that is later lost."""
+    return not _missing(state, state.ghost.consumed)
+
+
+def divergent_replicas(state: Cluster) -> list[tuple]:
+    """Pairs of replicas of one partition whose logs differ below both their HWs: (tp, a, b, offset)."""
+    by_tp: dict[tuple, list[tuple[int, Any]]] = {}
+    for (topic, part, broker), data in state.replicas:
+        by_tp.setdefault((topic, part), []).append((broker, data))
+    out = []
+    for tp, reps in sorted(by_tp.items()):
+        for i, (a, da) in enumerate(reps):
+            for b, db in reps[i + 1:]:
+                limit = min(da.hw, db.hw, da.leo, db.leo)
+                diff = next((o for o in range(limit) if da.log[o] != db.log[o]), None)
+                if diff is not None:
+                    out.append((tp, a, b, diff))
+    return out
+
+
+def logs_agree_below_hw(model: Any, state: Cluster) -> bool:
+    """Replicas' logs agree below their high watermarks (no divergence of committed data)."""
+    return not divergent_replicas(state)
+
+
+def _leaders(state: Cluster) -> dict[tuple, tuple[int, int, int]]:
+    """tp -> (leader, leader epoch, HW) of each acting leader."""
+    brokers = dict(state.brokers)
+    return {(topic, part): (broker, data.leader_epoch, data.hw) for (topic, part, broker), data in state.replicas
+            if data.leader == broker and brokers[broker].alive}
+
+
+def leader_hw_monotone(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
+    """A leader's HW never goes backwards while it leads in one leader epoch."""
+    old = _leaders(before)
+    for tp, (leader, epoch, hw) in _leaders(after).items():
+        prev = old.get(tp)
+        if prev is not None and prev[:2] == (leader, epoch) and hw < prev[2]:
+            return False
+    return True
+
+
+def some_record_acked(model: Any, state: Cluster) -> bool:
+    """Some acks=all record is acknowledged (the HW passed it)."""
+    return bool(state.ghost.acked)
+
+
+def some_record_consumed(model: Any, state: Cluster) -> bool:
+    """Some consumer read a committed record."""
+    return bool(state.ghost.consumed)
+
+
+def _prop(name: str, kind: str, fn: Any) -> Property:
+    return Property(name, kind, fn, (fn.__doc__ or "").strip())
+
+
+PROPERTIES: list[Property] = [
+    _prop("acked_records_survive", ALWAYS, acked_records_survive),
+    _prop("consumed_records_survive", ALWAYS, consumed_records_survive),
+    _prop("logs_agree_below_hw", ALWAYS, logs_agree_below_hw),
+    _prop("leader_hw_monotone", STEP, leader_hw_monotone),
+    _prop("some_record_acked", SOMETIMES, some_record_acked),
+    _prop("some_record_consumed", SOMETIMES, some_record_consumed),
+]
+
+
+def by_name(name: str) -> Property:
+    """The data-plane property called name (KeyError naming the known ones otherwise)."""
+    for p in PROPERTIES:
+        if p.name == name:
+            return p
+    raise KeyError(f"no data-plane property {name!r}; known: {', '.join(p.name for p in PROPERTIES)}")
