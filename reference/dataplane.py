@@ -214,10 +214,15 @@ def consume(t: Txn, a: Consume) -> None:
 
 
 def become_leader(t: Txn, tp: tuple, broker: int) -> None:
-    """makeLeader: stop any pending truncation, forget followers' LEOs (they report again on their next fetch)."""
+    """makeLeader: stop any pending truncation, forget followers' LEOs (they report again on their next fetch).
+
+    acks=all produces still waiting on the old leader fail with the leadership change: they are never acknowledged,
+    even if the new leader later commits the same records.
+    """
     key = _key(tp, broker)
     data = t.replicas[key]
     t.replicas[key] = data._replace(remote_leo=EMPTY, truncating=False)
+    t.ghost.pending.pop(tp, None)
     _advance_hw(t, tp, broker)
 
 

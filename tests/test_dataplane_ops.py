@@ -163,3 +163,10 @@ def test_holds_by_design_only_under_kip320_without_unclean() -> None:
     assert P.holds_by_design(ClusterConfig((0,), truncation="kip320"))
     assert not P.holds_by_design(ClusterConfig((0,), truncation="kip320", unclean_leader_election=True))
     assert not P.holds_by_design(ClusterConfig((0,)))  # high_watermark is the default and has KIP-101's bugs
+
+
+def test_a_produce_pending_at_a_leader_change_is_never_acknowledged() -> None:
+    config, state = setup()
+    state = steps(config, state, A.Produce(TP, 1), A.Replicate(TP), A.BrokerFail(0), A.Replicate(TP), A.Replicate(TP))
+    assert replica(state, 1).hw == 1  # the new leader committed the record ...
+    assert state.ghost.acked == () and state.ghost.pending == ()  # ... but its producer was told it failed
