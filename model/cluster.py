@@ -58,6 +58,8 @@ class Zk(NamedTuple):
     partitions: FMap  # /brokers/topics/<topic>/partitions/<p>/state: (topic, partition) -> LeaderAndIsr
     reassign_partitions: FMap  # /admin/reassign_partitions: (topic, partition) -> target replicas
     delete_topics: tuple[str, ...]  # /admin/delete_topics, sorted
+    # KIP-455's record in /brokers/topics/<topic> of a reassignment in flight: (topic, partition) -> OAR
+    reassign_original: FMap = EMPTY
 
 
 class Reassignment(NamedTuple):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from kcm.model.actions import ControllerResign
 from kcm.model.cluster import NO_CONTROLLER, NO_LEADER, Reassignment
 from kcm.model.errors import BrokerNotAvailable
+from kcm.model.fmap import get
 from kcm.model.states import PartitionState as P
 from kcm.model.states import ReplicaState as R
 from kcm.model.txn import Txn
@@ -51,8 +52,8 @@ def on_controller_failover(t: Txn) -> None:
     c.assignments = dict(t.zk.assignments)
     c.leadership = dict(t.zk.partitions)
     c.topics_to_delete = set(t.zk.delete_topics)
-    # ZooKeeper keeps AR = RAR + (OAR - RAR) and the target; the resumed reassignment takes that AR as OAR.
-    c.reassignments = {tp: Reassignment(tuple(c.assignments[tp]), tuple(target))
+    # ZooKeeper keeps the target, AR = RAR + (OAR - RAR) and (KIP-455) OAR; without a recorded OAR the AR is taken.
+    c.reassignments = {tp: Reassignment(tuple(get(t.zk.reassign_original, tp, c.assignments[tp])), tuple(target))
                        for tp, target in t.zk.reassign_partitions.items() if tp in c.assignments}
     replica_state_machine_startup(t)
     partition_state_machine_startup(t)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from kcm.model.actions import Reassign
 from kcm.model.cluster import Reassignment
 from kcm.model.errors import InvalidReplicaAssignment, UnknownTopicOrPartition
+from kcm.model.fmap import put, remove
 from kcm.model.names import tp_name
 from kcm.model.states import PartitionState as P
 from kcm.model.states import ReplicaState as R
@@ -42,6 +43,7 @@ def start(t: Txn, tp: tuple, target: tuple[int, ...]) -> None:
         return
     r = Reassignment(original, target)
     t.ctx.reassignments[tp] = r
+    t.zk.reassign_original = put(t.zk.reassign_original, tp, original)
     on_partition_reassignment(t, tp, r)
 
 
@@ -82,6 +84,7 @@ def complete(t: Txn, tp: tuple, r: Reassignment) -> None:
         handle_replica_changes(t, removed, R.NON_EXISTENT)
     t.zk.assignments[tp] = r.target  # step 10
     t.zk.reassign_partitions.pop(tp, None)  # step 11
+    t.zk.reassign_original = remove(t.zk.reassign_original, tp)
     t.ctx.reassignments.pop(tp, None)
     requests.add_update_metadata(t, sorted(t.ctx.live_brokers), (tp,))  # step 12
     requests.flush(t)

@@ -153,6 +153,7 @@ def complete_deletion(t: Txn, topic: str, replicas: list[tuple[tuple, int]]) -> 
     # A re-created topic starts again at leader epoch 0: forget this one's leader epochs.
     for key in [k for k in t.ghost.elected if k[0] == topic]:
         del t.ghost.elected[key]
+    t.zk.reassign_original = tuple(kv for kv in t.zk.reassign_original if kv[0][0] != topic)
     t.zk.delete_topics.discard(topic)
     t.ctx.topics_to_delete.discard(topic)
     t.ctx.topics_ineligible.discard(topic)

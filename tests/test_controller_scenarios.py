@@ -105,7 +105,8 @@ def test_controller_failover_resumes_a_reassignment():
     assert (state.zk.controller, state.zk.controller_epoch) == (2, 2)
     # Resumed: the AR = OAR + RAR round again, with the next leader epoch (rule 11).
     assert get(state.zk.assignments, T0) == (3, 4, 1, 2)
-    assert get(state.ctx.reassignments, T0).target == (3, 4)
+    resumed = get(state.ctx.reassignments, T0)
+    assert (resumed.original, resumed.target) == ((1, 2), (3, 4))
     assert (znode(state).leader_epoch, znode(state).controller_epoch) == (2, 2)
     state, _ = leader_expands_isr(config, state, T0, (3, 4))
     assert get(state.zk.assignments, T0) == (3, 4) and znode(state).leader == 3
