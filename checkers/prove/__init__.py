@@ -1,0 +1,23 @@
+"""Z3 proofs that the controller's safety invariants are inductive, and bounded model checking.
+
+The encoding (encoding.py) is one symbolic partition on a cluster of N brokers with the controller, ZooKeeper
+and broker views; its partition and replica moves are generated from model/tables.py. The invariants
+(invariants.py) are checked by induction (proofs.py): Init => Inv and Inv and Next => Inv', and the step
+invariants as Inv and Next => Step(s, s').
+
+Strengthenings found and proved (each is part of the inductive invariant it belongs to, so it is proved too):
+
+- one-leader-per-epoch is not inductive alone: a state where broker 2 believes it leads with epoch 0 while
+  ZooKeeper's LeaderAndIsr names broker 0 for epoch 0 lets broker 0 accept that request and a second leader
+  appears. Strengthening "believed-leaders-were-elected": a broker believing it leads with epoch e was written
+  as leader with e (ghost elected[e] = it) and e <= the leader epoch in ZooKeeper.
+- ar-shrinks-only-last carries the state invariant "reassignment-ar-is-union" (during a reassignment
+  AR = OAR + RAR, otherwise OAR = RAR = {}); that is not inductive alone: topic creation on a
+  NonExistentPartition that still has a reassignment flag would overwrite AR. Strengthening
+  "absent-partitions-are-not-reassigned": a NonExistentPartition has no reassignment in progress.
+- leader-in-isr-in-ar, controller-epoch-fencing (no broker ahead of /controller_epoch) and table-moves are
+  inductive as stated, given "well-typed" (every state code known to the rule set, ids in range), which every
+  proof carries and proves.
+
+specs/prove-strengthenings.md holds the same list for readers of the README.
+"""

@@ -1,0 +1,162 @@
+"""The named safety invariants over the symbolic state, and the auxiliary invariants that make them inductive."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import z3
+from kcm.checkers.prove.encoding import NONE, PARTITION_CODES, Encoding, State
+from kcm.model.states import PartitionState as P
+
+StateFormula = Callable[[Encoding, State], Any]
+StepFormula = Callable[[Encoding, State, State], Any]
+
+
+class Invariant(NamedTuple):
+    """A named invariant: state conjuncts, step conjuncts (over s, s') and the auxiliary invariants it needs."""
+
+    name: str
+    description: str
+    state: tuple[tuple[str, StateFormula], ...] = ()
+    step: tuple[tuple[str, StepFormula], ...] = ()
+    strengthening: tuple[tuple[str, StateFormula], ...] = ()
+
+
+def _one_leader_per_epoch(enc: Encoding, s: State) -> Any:
+    n = enc.n
+    return z3.And(
+        [
+            z3.Not(
+                z3.And(s.believes_leader[i], s.believes_leader[j], s.broker_leader_epoch[i] == s.broker_leader_epoch[j])
+            )
+            for i in range(n)
+            for j in range(i + 1, n)
+        ]
+    )
+
+
+def _believed_leaders_were_elected(enc: Encoding, s: State) -> Any:
+    return z3.And(
+        [
+            z3.Implies(
+                s.believes_leader[b],
+                z3.And(s.elected[s.broker_leader_epoch[b]] == b, s.broker_leader_epoch[b] <= s.leader_epoch),
+            )
+            for b in range(enc.n)
+        ]
+    )
+
+
+def _leader_in_isr(enc: Encoding, s: State) -> Any:
+    return z3.Implies(s.leader != NONE, enc.has_id(s.isr, s.leader))
+
+
+def _isr_in_ar(enc: Encoding, s: State) -> Any:
+    return enc.subset(s.isr, s.ar)
+
+
+def _no_broker_ahead(enc: Encoding, s: State) -> Any:
+    return z3.And([s.seen_epoch[b] <= s.controller_epoch for b in range(enc.n)])
+
+
+def _controller_epoch_monotone(enc: Encoding, s: State, t: State) -> Any:
+    return t.controller_epoch >= s.controller_epoch
+
+
+def _brokers_never_go_back(enc: Encoding, s: State, t: State) -> Any:
+    # A live broker's accepted controller epoch never decreases: it refused every older one.
+    return z3.And(
+        [z3.Implies(z3.And(s.alive[b], t.alive[b]), t.seen_epoch[b] >= s.seen_epoch[b]) for b in range(enc.n)]
+    )
+
+
+def _ar_shrinks_last(enc: Encoding, s: State, t: State) -> Any:
+    shrinks = s.ar & ~t.ar != enc.empty()
+    deleted = t.partition_state == PARTITION_CODES[P.NON_EXISTENT]
+    last_step = z3.And(s.reassigning, z3.Not(t.reassigning), t.ar == s.rar, enc.subset(s.rar, t.isr))
+    return z3.Implies(z3.And(shrinks, z3.Not(deleted)), last_step)
+
+
+def _reassignment_ar_is_union(enc: Encoding, s: State) -> Any:
+    return z3.If(s.reassigning, s.ar == s.oar | s.rar, z3.And(s.oar == enc.empty(), s.rar == enc.empty()))
+
+
+def _absent_partitions_do_not_move(enc: Encoding, s: State) -> Any:
+    return z3.Implies(s.partition_state == PARTITION_CODES[P.NON_EXISTENT], z3.Not(s.reassigning))
+
+
+def _partition_moves_in_table(enc: Encoding, s: State, t: State) -> Any:
+    return z3.Implies(
+        t.partition_state != s.partition_state, enc.partition_allows(s.partition_state, t.partition_state)
+    )
+
+
+def _replica_moves_in_table(enc: Encoding, s: State, t: State) -> Any:
+    return z3.And(
+        [
+            z3.Implies(
+                t.replica_state[b] != s.replica_state[b], enc.replica_allows(s.replica_state[b], t.replica_state[b])
+            )
+            for b in range(enc.n)
+        ]
+    )
+
+
+INVARIANTS: tuple[Invariant, ...] = (
+    Invariant(
+        "one-leader-per-epoch",
+        "no two brokers believe they lead the partition with the same leader epoch",
+        state=(("one-leader-per-epoch", _one_leader_per_epoch),),
+        strengthening=(
+            (
+                "believed-leaders-were-elected: a broker that believes it leads with epoch e was written as "
+                "leader with e (elected[e] = it) and e <= the leader epoch in ZooKeeper",
+                _believed_leaders_were_elected,
+            ),
+        ),
+    ),
+    Invariant(
+        "leader-in-isr-in-ar",
+        "the leader is in the ISR and the ISR is a subset of AR",
+        state=(("leader-in-isr", _leader_in_isr), ("isr-in-ar", _isr_in_ar)),
+    ),
+    Invariant(
+        "controller-epoch-fencing",
+        "the controller epoch only grows, no broker is ahead of it, no live broker accepts an older one",
+        state=(("no-broker-ahead-of-zookeeper", _no_broker_ahead),),
+        step=(
+            ("controller-epoch-monotone", _controller_epoch_monotone),
+            ("brokers-refuse-older-controller-epochs", _brokers_never_go_back),
+        ),
+    ),
+    Invariant(
+        "ar-shrinks-only-last",
+        "AR loses replicas only in the step completing a reassignment (AR := RAR, RAR in ISR) or on deletion",
+        state=(("reassignment-ar-is-union", _reassignment_ar_is_union),),
+        step=(("ar-shrinks-only-last", _ar_shrinks_last),),
+        strengthening=(
+            (
+                "absent-partitions-are-not-reassigned: a NonExistentPartition has no reassignment in progress "
+                "(creation would otherwise overwrite AR under a reassignment)",
+                _absent_partitions_do_not_move,
+            ),
+        ),
+    ),
+    Invariant(
+        "table-moves",
+        "every partition and replica state change is a move of the rule set's table",
+        step=(
+            ("partition-moves-in-table", _partition_moves_in_table),
+            ("replica-moves-in-table", _replica_moves_in_table),
+        ),
+    ),
+)
+
+
+def invariant(name: str) -> Invariant:
+    """The invariant of that name; a KeyError names the known ones."""
+    for inv in INVARIANTS:
+        if inv.name == name:
+            return inv
+    raise KeyError(f"unknown invariant {name!r}; known: {', '.join(i.name for i in INVARIANTS)}")

@@ -1,0 +1,140 @@
+"""`kcm prove`: Z3 induction proofs of the controller's safety invariants, or bounded model checking."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from kcm.checkers.prove.encoding import Encoding
+from kcm.checkers.prove.invariants import INVARIANTS, invariant
+from kcm.checkers.prove.proofs import Counterexample, Result, SolverGaveUp, bmc, prove
+from kcm.model.tables import RULE_SETS, rule_set
+
+NAME = "prove"
+HELP = "prove the safety invariants inductive with Z3 (or --bmc K: bounded model checking)"
+
+MAX_BROKERS = 8
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Declare the options of `kcm prove`."""
+    p.add_argument("--rules", default="seeds", choices=sorted(RULE_SETS))
+    p.add_argument("--brokers", type=int, default=5, help=f"cluster size, 1..{MAX_BROKERS} (default 5)")
+    p.add_argument("--invariant", action="append", choices=[i.name for i in INVARIANTS], help="only these")
+    p.add_argument("--bmc", type=int, metavar="K", help="bounded model checking to depth K instead of induction")
+    p.add_argument("--config", help="a run config (JSON file, or NAME for specs/configs/NAME.json): brokers, rules")
+    p.add_argument("--bug", action="append", default=[], choices=sorted(BUGS), help="switch on a seeded bug")
+    p.add_argument("--json", action="store_true", help="print the results as JSON")
+
+
+BUGS = {
+    "no-leader-epoch-bump": {"bump_epoch_on_election": False},
+    "no-controller-epoch-check": {"brokers_check_controller_epoch": False},
+}
+
+
+def _load_config(name: str) -> dict[str, Any]:
+    path = Path(name)
+    if not path.suffix:
+        path = Path(__file__).resolve().parents[2] / "specs" / "configs" / f"{name}.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ValueError(f"no config {name!r} (looked for {path.name})") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"config {name!r} is not JSON: {exc}") from None
+    config = data.get("config", data)
+    if not isinstance(config, dict) or not isinstance(config.get("brokers"), list) or not config["brokers"]:
+        raise ValueError(f"config {name!r} has no non-empty 'brokers' list")
+    return config
+
+
+def _encoding(args: argparse.Namespace) -> Encoding:
+    rules, brokers, unclean = args.rules, args.brokers, False
+    if args.config:
+        config = _load_config(args.config)
+        brokers = len(config["brokers"])
+        rules = config.get("rules", rules)
+        unclean = bool(config.get("unclean_leader_election", False))
+    if not 1 <= brokers <= MAX_BROKERS:
+        raise ValueError(f"--brokers must be between 1 and {MAX_BROKERS}, not {brokers}")
+    switches: dict[str, bool] = {}
+    for bug in args.bug:
+        switches.update(BUGS[bug])
+    return Encoding(rule_set(rules), brokers, unclean_leader_election=unclean, **switches)
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run the proofs (or BMC) and print a table or JSON; exit 1 if any invariant is not proved."""
+    try:
+        enc = _encoding(args)
+        if args.bmc is not None and args.bmc < 0:
+            raise ValueError(f"--bmc depth must be >= 0, not {args.bmc}")
+    except (ValueError, KeyError) as exc:
+        print(f"kcm prove: {exc}", file=sys.stderr)
+        return 2
+    invs = [invariant(n) for n in args.invariant] if args.invariant else list(INVARIANTS)
+    try:
+        results = [bmc(enc, inv, args.bmc) if args.bmc is not None else prove(enc, inv) for inv in invs]
+    except SolverGaveUp as exc:
+        print(f"kcm prove: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps([result_json(r) for r in results], indent=2))
+    else:
+        mode = f"BMC to depth {args.bmc}" if args.bmc is not None else "induction"
+        print(f"kcm prove: {mode}, rules {enc.rules.name}, {enc.n} brokers, one symbolic partition")
+        print(render_table(results))
+    return 0 if all(r.verdict == "proved" for r in results) else 1
+
+
+def result_json(r: Result) -> dict[str, Any]:
+    """One result as JSON-ready data."""
+    return {
+        "invariant": r.invariant,
+        "verdict": r.verdict,
+        "solver_seconds": round(r.seconds, 4),
+        "strengthening": list(r.strengthening),
+        "needed_because": r.needed_because._asdict() if r.needed_because else None,
+        "counterexample": r.counterexample._asdict() if r.counterexample else None,
+    }
+
+
+def render_table(results: list[Result]) -> str:
+    """A readable table of verdicts, then the strengthenings and counterexamples."""
+    width = max(len(r.invariant) for r in results)
+    lines = [f"{'invariant':<{width}}  {'verdict':<14} solver time", "-" * (width + 30)]
+    lines += [f"{r.invariant:<{width}}  {r.verdict:<14} {r.seconds * 1000:8.1f} ms" for r in results]
+    for r in results:
+        if r.needed_because is not None:
+            lines += ["", f"{r.invariant}: not inductive alone; strengthened with:"]
+            lines += [f"  - {s}" for s in r.strengthening]
+            lines += _render_cex("counterexample to induction that needed it", r.needed_because)
+        if r.counterexample is not None:
+            lines += ["", f"{r.invariant}: {r.verdict}"]
+            lines += _render_cex("trace" if r.counterexample.actions else "counterexample", r.counterexample)
+    return "\n".join(lines)
+
+
+def _render_cex(title: str, cex: Counterexample) -> list[str]:
+    lines = [f"  {title} (breaks {cex.conjunct}):"]
+    if cex.actions:
+        lines.append(f"    state 0: {_state_line(cex.states[0])}")
+        for i, (act, st) in enumerate(zip(cex.actions, cex.states[1:], strict=True), 1):
+            lines += [f"    --{act}-->", f"    state {i}: {_state_line(st)}"]
+    elif len(cex.states) == 2:
+        lines += [
+            f"    before: {_state_line(cex.states[0])}",
+            f"    --{cex.action}-->",
+            f"    after:  {_state_line(cex.states[1])}",
+        ]
+    else:
+        lines.append(f"    {cex.action}: {_state_line(cex.states[0])}")
+    return lines
+
+
+def _state_line(st: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in st.items())
