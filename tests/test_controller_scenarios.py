@@ -224,3 +224,22 @@ def test_deletion_under_kafka_08_rules_has_no_deletion_states():
     state, effects = run(config, BrokerStart(2), state=state)
     assert state.zk.assignments == () and state.ctx.replica_states == ()
     assert (R.OFFLINE, R.NON_EXISTENT) in [(c.from_state, c.to_state) for c in effects.state_changes]
+
+
+def test_a_new_reassignment_replaces_the_one_in_flight():
+    config = ClusterConfig((1, 2, 3, 4, 5, 6))
+    state, _ = run(config, CreateTopic("t", ((0, (1, 2, 3)),)), Reassign(T0, (4, 5, 6)), Reassign(T0, (1, 5)))
+    assert get(state.zk.assignments, T0) == (1, 5, 4, 6, 2, 3)  # rule 8 over the whole current AR
+    assert get(state.ctx.reassignments, T0).target == (1, 5)
+    state, _ = leader_expands_isr(config, state, T0, (5,))
+    lai = znode(state)
+    assert get(state.zk.assignments, T0) == (1, 5) and (lai.leader, lai.isr) == (1, (1, 5))
+    assert {k[2] for k, _ in state.ctx.replica_states} == {1, 5}
+
+
+def test_a_target_already_in_the_isr_completes_in_the_reassign_step():
+    config = ClusterConfig((0, 1, 2))
+    state, _ = run(config, CreateTopic("t", ((0, (0, 1, 2)),)), Reassign(T0, (2, 1)))
+    lai = znode(state)
+    assert get(state.zk.assignments, T0) == (2, 1) and state.ctx.reassignments == ()
+    assert (lai.leader, lai.isr) == (2, (1, 2))
