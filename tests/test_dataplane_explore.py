@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from kcm.checkers.hypothesis_machine import ContractModel
 from kcm.model import actions as A
 from kcm.model.cluster import ClusterConfig
@@ -22,11 +23,12 @@ ALPHABET = (A.Produce(TP, 1, "all"), A.Replicate(TP), A.IsrShrink(TP, 1), A.Brok
             A.BrokerStart(0), A.BrokerStart(1), A.PreferredElection())
 
 
-def explore(config: ClusterConfig, depth: int) -> tuple[dict[str, list[Any]], set[str], int]:
+def explore(config: ClusterConfig, depth: int, alphabet: tuple[Any, ...] = ALPHABET
+            ) -> tuple[dict[str, list[Any]], set[str], int]:
     """BFS to `depth` steps: the first path breaking each ALWAYS/STEP property, the SOMETIMES ones reached, states."""
     model = ContractModel(config, api.start, api.step, PROPERTIES)
     start = model.init_states()[0]
-    start, _ = model.step(start, A.CreateTopic("t", ((0, (0, 1)),)))
+    start, _ = model.step(start, A.CreateTopic("t", ((0, config.brokers),)))
     seen = {model.fingerprint(start)}
     frontier: list[tuple[Any, list[Any]]] = [(start, [])]
     broken: dict[str, list[Any]] = {}
@@ -34,7 +36,7 @@ def explore(config: ClusterConfig, depth: int) -> tuple[dict[str, list[Any]], se
     for _ in range(depth):
         nxt = []
         for state, path in frontier:
-            for action in ALPHABET:
+            for action in alphabet:
                 try:
                     after, effects = model.step(state, action)
                 except KcmError:
@@ -68,3 +70,17 @@ def test_kip320_without_unclean_keeps_every_property_within_the_bound() -> None:
     broken, reached, states = explore(ClusterConfig((0, 1), truncation="kip320"), 5)
     assert broken == {}
     assert "some_record_acked" in reached and states > 100
+
+
+CRASHES = (A.Produce(TP), A.Replicate(TP), A.BrokerFail(0), A.BrokerFail(1), A.BrokerFail(2))
+
+
+@pytest.mark.slow
+def test_kip101_loss_is_reached_by_search_under_high_watermark_only() -> None:
+    # Three replicas: after two fetches the leader has acknowledged the record but the followers' HW is 0; the
+    # leader dies, the new leader's epoch makes the last follower truncate to its HW, then the new leader dies too.
+    broken, _, _ = explore(ClusterConfig((0, 1, 2)), 6, CRASHES)
+    loss = [A.Produce(TP), A.Replicate(TP), A.Replicate(TP), A.BrokerFail(0), A.BrokerFail(1)]
+    assert broken["acked_records_survive"] == loss
+    for variant in ("leader_epoch", "kip279", "kip320"):
+        assert explore(ClusterConfig((0, 1, 2), truncation=variant), 6, CRASHES)[0] == {}, variant
