@@ -45,8 +45,8 @@ def test_no_leader_epoch_bump_breaks_one_leader_per_epoch() -> None:
     before, after = cex.states
     assert before["leader_epoch"] == after["leader_epoch"]  # the election reused the epoch
     # BMC turns it into a real execution: two brokers lead with the same epoch.
-    trace = bmc(Encoding(rule_set("seeds"), 2, bump_epoch_on_election=False), invariant("one-leader-per-epoch"), 6)
-    assert trace.verdict == VIOLATED
+    trace = prove(Encoding(rule_set("seeds"), 2, bump_epoch_on_election=False), invariant("one-leader-per-epoch"), 6)
+    assert trace.verdict == VIOLATED and trace.cti.conjunct == "believed-leaders-were-elected"
     last = trace.counterexample.states[-1]
     assert len(last["believes_leader"]) == 2
     assert len({last["broker_leader_epoch"][b] for b in last["believes_leader"]}) == 1
@@ -86,7 +86,7 @@ def test_symbolic_tables_allow_exactly_the_explicit_moves(rules: str) -> None:
 
 
 def _args(**kw: object) -> argparse.Namespace:
-    base = dict(rules="seeds", brokers=2, invariant=None, bmc=None, config=None, bug=[], json=True)
+    base = dict(rules="seeds", brokers=2, invariant=None, bmc=None, config=None, bug=[], json=True, trace_depth=6)
     base.update(kw)
     return argparse.Namespace(**base)
 
@@ -98,7 +98,13 @@ def test_cli_json_and_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
     assert out[0]["solver_seconds"] >= 0
     assert prove_command.main(_args(invariant=["controller-epoch-fencing"], bug=["no-controller-epoch-check"])) == 1
     out = json.loads(capsys.readouterr().out)
-    assert out[0]["verdict"] == "not inductive" and out[0]["counterexample"]["action"].startswith("BrokerAccepts")
+    # The failed induction step, then a trace from Init to a live broker accepting an older controller epoch.
+    assert out[0]["verdict"] == "violated"
+    assert out[0]["counterexample_to_induction"]["action"].startswith("BrokerAccepts")
+    trace = out[0]["counterexample"]
+    assert trace["actions"][-1].startswith("BrokerAccepts") and len(trace["states"]) == len(trace["actions"]) + 1
+    before, after = trace["states"][-2:]
+    assert any(a < b for a, b in zip(after["broker_controller_epoch"], before["broker_controller_epoch"], strict=True))
 
 
 def test_cli_rejects_bad_input(capsys: pytest.CaptureFixture[str]) -> None:

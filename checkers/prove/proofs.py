@@ -43,6 +43,7 @@ class Result(NamedTuple):
     strengthening: tuple[str, ...] = ()
     needed_because: Counterexample | None = None  # the CTI of the invariant alone, when it needed a strengthening
     counterexample: Counterexample | None = None
+    cti: Counterexample | None = None  # when a trace shows the violation: the failed induction step that led to it
 
 
 def _value(model: z3.ModelRef, term: Any) -> Any:
@@ -134,8 +135,12 @@ def _init_violation(enc: Encoding, inv: Invariant) -> Counterexample | None:
     return None
 
 
-def prove(enc: Encoding, inv: Invariant) -> Result:
-    """Check Init => Inv and Inv and Next => Inv' (plus the step conjuncts), strengthening when needed."""
+def prove(enc: Encoding, inv: Invariant, trace_depth: int = 0) -> Result:
+    """Check Init => Inv and Inv and Next => Inv' (plus the step conjuncts), strengthening when needed.
+
+    When the (strengthened) invariant is not inductive and trace_depth > 0, BMC to that depth looks for an
+    execution from Init that breaks it: found, the verdict is violated with the trace.
+    """
     start = time.perf_counter()
     bad = _init_violation(enc, inv)
     if bad is not None:
@@ -143,12 +148,20 @@ def prove(enc: Encoding, inv: Invariant) -> Result:
     alone = _find_cti(enc, inv, with_strengthening=False)
     if alone is None:
         return Result(inv.name, PROVED, time.perf_counter() - start)
-    if not inv.strengthening:
-        return Result(inv.name, NOT_INDUCTIVE, time.perf_counter() - start, counterexample=alone)
-    strong = _find_cti(enc, inv, with_strengthening=True)
     names = tuple(name for name, _ in inv.strengthening)
-    verdict = PROVED if strong is None else NOT_INDUCTIVE
-    return Result(inv.name, verdict, time.perf_counter() - start, names, alone, strong)
+    if inv.strengthening:
+        strong = _find_cti(enc, inv, with_strengthening=True)
+        if strong is None:
+            return Result(inv.name, PROVED, time.perf_counter() - start, names, alone)
+    else:
+        strong, alone = alone, None
+    if trace_depth > 0:
+        found = bmc(enc, inv, trace_depth)
+        if found.verdict == VIOLATED:
+            return Result(
+                inv.name, VIOLATED, time.perf_counter() - start, names, alone, found.counterexample, cti=strong
+            )
+    return Result(inv.name, NOT_INDUCTIVE, time.perf_counter() - start, names, alone, strong)
 
 
 def bmc(enc: Encoding, inv: Invariant, depth: int) -> Result:

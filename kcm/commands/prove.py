@@ -27,6 +27,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bmc", type=int, metavar="K", help="bounded model checking to depth K instead of induction")
     p.add_argument("--config", help="a run config (JSON file, or NAME for specs/configs/NAME.json): brokers, rules")
     p.add_argument("--bug", action="append", default=[], choices=sorted(BUGS), help="switch on a seeded bug")
+    p.add_argument(
+        "--trace-depth",
+        type=int,
+        default=6,
+        metavar="D",
+        help="when a proof fails, search executions up to D steps for a trace (default 6, 0: off)",
+    )
     p.add_argument("--json", action="store_true", help="print the results as JSON")
 
 
@@ -78,7 +85,9 @@ def main(args: argparse.Namespace) -> int:
         return 2
     invs = [invariant(n) for n in args.invariant] if args.invariant else list(INVARIANTS)
     try:
-        results = [bmc(enc, inv, args.bmc) if args.bmc is not None else prove(enc, inv) for inv in invs]
+        results = [
+            bmc(enc, inv, args.bmc) if args.bmc is not None else prove(enc, inv, args.trace_depth) for inv in invs
+        ]
     except SolverGaveUp as exc:
         print(f"kcm prove: {exc}", file=sys.stderr)
         return 2
@@ -100,6 +109,7 @@ def result_json(r: Result) -> dict[str, Any]:
         "strengthening": list(r.strengthening),
         "needed_because": r.needed_because._asdict() if r.needed_because else None,
         "counterexample": r.counterexample._asdict() if r.counterexample else None,
+        "counterexample_to_induction": r.cti._asdict() if r.cti else None,
     }
 
 
@@ -113,6 +123,9 @@ def render_table(results: list[Result]) -> str:
             lines += ["", f"{r.invariant}: not inductive alone; strengthened with:"]
             lines += [f"  - {s}" for s in r.strengthening]
             lines += _render_cex("counterexample to induction that needed it", r.needed_because)
+        if r.cti is not None:
+            lines += ["", f"{r.invariant}: not inductive"]
+            lines += _render_cex("counterexample to induction", r.cti)
         if r.counterexample is not None:
             lines += ["", f"{r.invariant}: {r.verdict}"]
             lines += _render_cex("trace" if r.counterexample.actions else "counterexample", r.counterexample)
