@@ -10,6 +10,9 @@ derived from it: an epoch's start offset is the offset of its first record.
 - `kip279`: the leader also answers with the epoch it used (the largest it knows that is <= the one asked);
   the follower truncates to the smaller of the leader's end offset and its own end offset for that epoch.
 - `kip320`: as kip279, and fetches carry the follower's leader epoch: a leader in another epoch refuses them.
+  The contract delivers each LeaderAndIsr to every live replica at once (rule 6), so a follower and its leader
+  never disagree on the epoch through contract ops alone and kip320 then behaves as kip279; the fencing matters
+  for implementations (or states) where one replica learns of a new epoch before another.
 """
 
 from __future__ import annotations
