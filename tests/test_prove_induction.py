@@ -86,7 +86,7 @@ def test_symbolic_tables_allow_exactly_the_explicit_moves(rules: str) -> None:
 
 
 def _args(**kw: object) -> argparse.Namespace:
-    base = dict(rules="seeds", brokers=2, invariant=None, bmc=None, config=None, bug=[], json=True, trace_depth=6)
+    base = dict(rules="seeds", brokers=2, invariant=None, bmc=None, config=None, bug=[], json=True, trace_depth=7)
     base.update(kw)
     return argparse.Namespace(**base)
 

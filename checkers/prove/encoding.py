@@ -49,6 +49,7 @@ class State(NamedTuple):
     oar: Any
     rar: Any
     elected: Any  # ghost: Array(Int, Int), leader epoch -> leader written with it
+    written_by: Any  # ghost: Array(Int, Int), leader epoch -> controller epoch of the controller that wrote it
 
 
 class Action(NamedTuple):
@@ -110,6 +111,7 @@ class Encoding:
             oar=z3.Const(f"oar_{tag}", bv),
             rar=z3.Const(f"rar_{tag}", bv),
             elected=z3.Array(f"elected_{tag}", z3.IntSort(), z3.IntSort()),
+            written_by=z3.Array(f"written_by_{tag}", z3.IntSort(), z3.IntSort()),
         )
 
     def _param(self, name: str, sort: Any) -> Any:
@@ -210,6 +212,7 @@ class Encoding:
             s.oar == self.empty(),
             s.rar == self.empty(),
             s.elected == z3.K(z3.IntSort(), z3.IntVal(NONE)),
+            s.written_by == z3.K(z3.IntSort(), z3.IntVal(0)),
         ]
         for b in range(self.n):
             parts += [
@@ -246,7 +249,14 @@ class Encoding:
     def _write_leader(self, s: State, t: State, leader: Any, isr: Any, epoch: Any, **more: Any) -> Any:
         """The controller writes a new LeaderAndIsr to ZooKeeper (and records it in the ghost)."""
         return self.frame(
-            s, t, leader=leader, isr=isr, leader_epoch=epoch, elected=z3.Store(s.elected, epoch, leader), **more
+            s,
+            t,
+            leader=leader,
+            isr=isr,
+            leader_epoch=epoch,
+            elected=z3.Store(s.elected, epoch, leader),
+            written_by=z3.Store(s.written_by, epoch, s.controller_epoch),
+            **more,
         )
 
     def actions(self, s: State, t: State) -> list[Action]:
@@ -317,7 +327,8 @@ class Encoding:
                     ),
                 )
             )
-            # Any LeaderAndIsr the controller ever wrote may still be in flight, from any controller epoch so far.
+            # Any LeaderAndIsr ever written may still be in flight, sent by the controller that wrote it or a later
+            # one (a zombie controller resends what it knew), so from any controller epoch since the write.
             epoch, sender = self._param("msg_leader_epoch", z3.IntSort()), self._param("msg_ctl_epoch", z3.IntSort())
             accepts = [epoch > s.broker_leader_epoch[b]]
             if self.brokers_check_controller_epoch:
@@ -330,6 +341,7 @@ class Encoding:
                         epoch >= 0,
                         epoch <= s.leader_epoch,
                         sender >= 0,
+                        sender >= s.written_by[epoch],
                         sender <= s.controller_epoch,
                         *accepts,
                         self.frame(

@@ -30,9 +30,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--trace-depth",
         type=int,
-        default=6,
+        default=7,
         metavar="D",
-        help="when a proof fails, search executions up to D steps for a trace (default 6, 0: off)",
+        help="when a proof fails, search executions up to D steps for a trace (default 7, 0: off)",
     )
     p.add_argument("--json", action="store_true", help="print the results as JSON")
 
