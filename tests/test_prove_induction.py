@@ -9,7 +9,7 @@ import pytest
 import z3
 from kcm.checkers.prove.encoding import PARTITION_CODES, REPLICA_CODES, Encoding
 from kcm.checkers.prove.invariants import INVARIANTS, invariant
-from kcm.checkers.prove.proofs import NOT_INDUCTIVE, PROVED, VIOLATED, bmc, prove
+from kcm.checkers.prove.proofs import NO_VIOLATION, NOT_INDUCTIVE, PROVED, VIOLATED, bmc, prove
 from kcm.model.states import PartitionState as P
 from kcm.model.states import ReplicaState as R
 from kcm.model.tables import rule_set
@@ -66,8 +66,8 @@ def test_no_controller_epoch_check_breaks_fencing() -> None:
 
 def test_correct_model_survives_bmc() -> None:
     enc = Encoding(rule_set("seeds"), 2)
-    assert bmc(enc, invariant("one-leader-per-epoch"), 5).verdict == PROVED
-    assert bmc(enc, invariant("leader-in-isr-in-ar"), 4).verdict == PROVED
+    assert bmc(enc, invariant("one-leader-per-epoch"), 5).verdict == NO_VIOLATION
+    assert bmc(enc, invariant("leader-in-isr-in-ar"), 4).verdict == NO_VIOLATION
 
 
 @pytest.mark.parametrize("rules", ["seeds", "kafka", "kafka-0.8"])
@@ -112,3 +112,15 @@ def test_cli_rejects_bad_input(capsys: pytest.CaptureFixture[str]) -> None:
     assert "--brokers" in capsys.readouterr().err
     assert prove_command.main(_args(bmc=2, config="no-such-config")) == 2
     assert "no config 'no-such-config'" in capsys.readouterr().err
+    assert prove_command.main(_args(bmc=-1)) == 2
+    assert "--bmc depth" in capsys.readouterr().err
+
+
+def test_cli_bmc_on_a_scenario_config(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = tmp_path / "two.json"
+    cfg.write_text(json.dumps({"config": {"brokers": [0, 1], "rules": "kafka"}}))
+    assert prove_command.main(_args(bmc=3, config=str(cfg), invariant=["leader-in-isr-in-ar"])) == 0
+    assert json.loads(capsys.readouterr().out)[0]["verdict"] == "no violation"
+    cfg.write_text(json.dumps({"config": {"brokers": [0, 1], "rules": "nope"}}))
+    assert prove_command.main(_args(bmc=3, config=str(cfg))) == 2
+    assert "unknown rule set 'nope'" in capsys.readouterr().err

@@ -10,7 +10,7 @@ from typing import Any
 
 from kcm.checkers.prove.encoding import Encoding
 from kcm.checkers.prove.invariants import INVARIANTS, invariant
-from kcm.checkers.prove.proofs import Counterexample, Result, SolverGaveUp, bmc, prove
+from kcm.checkers.prove.proofs import NO_VIOLATION, PROVED, Counterexample, Result, SolverGaveUp, bmc, prove
 from kcm.model.tables import RULE_SETS, rule_set
 
 NAME = "prove"
@@ -75,13 +75,13 @@ def _encoding(args: argparse.Namespace) -> Encoding:
 
 
 def main(args: argparse.Namespace) -> int:
-    """Run the proofs (or BMC) and print a table or JSON; exit 1 if any invariant is not proved."""
+    """Run the proofs (or BMC) and print a table or JSON; exit 1 if any invariant is not proved (or is violated)."""
     try:
         enc = _encoding(args)
         if args.bmc is not None and args.bmc < 0:
             raise ValueError(f"--bmc depth must be >= 0, not {args.bmc}")
     except (ValueError, KeyError) as exc:
-        print(f"kcm prove: {exc}", file=sys.stderr)
+        print(f"kcm prove: {exc.args[0]}", file=sys.stderr)
         return 2
     invs = [invariant(n) for n in args.invariant] if args.invariant else list(INVARIANTS)
     try:
@@ -97,7 +97,7 @@ def main(args: argparse.Namespace) -> int:
         mode = f"BMC to depth {args.bmc}" if args.bmc is not None else "induction"
         print(f"kcm prove: {mode}, rules {enc.rules.name}, {enc.n} brokers, one symbolic partition")
         print(render_table(results))
-    return 0 if all(r.verdict == "proved" for r in results) else 1
+    return 0 if all(r.verdict in (PROVED, NO_VIOLATION) for r in results) else 1
 
 
 def result_json(r: Result) -> dict[str, Any]:
