@@ -136,6 +136,10 @@ class Encoding:
         """The (symbolic) broker id x is in the set v."""
         return z3.Or([z3.And(x == b, self.has(v, b)) for b in range(self.n)])
 
+    def has_any(self, v: Any) -> Any:
+        """The set v is not empty."""
+        return v != self.empty()
+
     def subset(self, a: Any, b: Any) -> Any:
         """a is a subset of b."""
         return a & ~b == 0
@@ -411,7 +415,9 @@ class Encoding:
         for b in range(self.n):
             common = [self._controller_up(s), s.alive[b], self.can_enter_partition(s, P.ONLINE)]
             clean = self.has(s.isr, b)
-            eligible = z3.Or(clean, is_new, self.unclean_leader_election)
+            # Unclean election only when no live ISR replica is left (Kafka tries the ISR first).
+            none_clean = z3.Not(self.has_any(s.ar & s.isr & alive))
+            eligible = z3.Or(clean, is_new, z3.And(self.unclean_leader_election, none_clean))
             offline_isr = z3.If(is_new, s.ar & alive, z3.If(clean, s.isr & alive, self.bit(b)))
             selectors = {
                 "offline": (z3.And(leaderless, self.has(s.ar, b), eligible), offline_isr),
