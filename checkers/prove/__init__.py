@@ -19,5 +19,14 @@ Strengthenings found and proved (each is part of the inductive invariant it belo
   inductive as stated, given "well-typed" (every state code known to the rule set, ids in range), which every
   proof carries and proves.
 
+Abstractions: LeaderAndIsr requests in flight are the ghost arrays elected[e] (the leader written with leader
+epoch e) and written_by[e] (the controller epoch that wrote it); a broker may receive any of them, sent by that
+controller or any later one, so stale, duplicated and reordered requests are all covered. The selectors choose
+any eligible replica; tests/test_prove_selectors.py checks that on every concrete AR / ISR / live set of three
+brokers this is exactly the reference selectors' choice over all orders of the replica list.
+
+Seeded-bug switches of the one encoding: bump_epoch_on_election=False breaks one-leader-per-epoch,
+brokers_check_controller_epoch=False breaks controller-epoch-fencing (the zombie-controller trace).
+
 specs/prove-strengthenings.md holds the same list for readers of the README.
 """
