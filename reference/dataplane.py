@@ -213,12 +213,21 @@ def consume(t: Txn, a: Consume) -> None:
 # -- LeaderAndIsr, crash and restart (called by the controller's broker side) ---------------------------
 
 
+def _forget_old_incarnation(t: Txn, tp: tuple, broker: int) -> None:
+    """A first, empty replica of a partition with no other replica left is a new topic: drop the old one's history."""
+    if t.replicas[_key(tp, broker)].log or any(k[:2] == tp and k[2] != broker for k in t.replicas):
+        return
+    for ghost_map in (t.ghost.acked, t.ghost.consumed, t.ghost.pending):
+        ghost_map.pop(tp, None)
+
+
 def become_leader(t: Txn, tp: tuple, broker: int) -> None:
     """makeLeader: stop any pending truncation, forget followers' LEOs (they report again on their next fetch).
 
     acks=all produces still waiting on the old leader fail with the leadership change: they are never acknowledged,
     even if the new leader later commits the same records.
     """
+    _forget_old_incarnation(t, tp, broker)
     key = _key(tp, broker)
     data = t.replicas[key]
     t.replicas[key] = data._replace(remote_leo=EMPTY, truncating=False)
@@ -228,6 +237,7 @@ def become_leader(t: Txn, tp: tuple, broker: int) -> None:
 
 def become_follower(t: Txn, tp: tuple, broker: int) -> None:
     """makeFollower: truncate to the HW at once (high_watermark) or at the first fetch (leader-epoch variants)."""
+    _forget_old_incarnation(t, tp, broker)
     key = _key(tp, broker)
     data = t.replicas[key]._replace(remote_leo=EMPTY)
     if truncation.truncates_on_become_follower(t.config.truncation):

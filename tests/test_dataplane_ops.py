@@ -170,3 +170,16 @@ def test_a_produce_pending_at_a_leader_change_is_never_acknowledged() -> None:
     state = steps(config, state, A.Produce(TP, 1), A.Replicate(TP), A.BrokerFail(0), A.Replicate(TP), A.Replicate(TP))
     assert replica(state, 1).hw == 1  # the new leader committed the record ...
     assert state.ghost.acked == () and state.ghost.pending == ()  # ... but its producer was told it failed
+
+
+def test_a_recreated_topic_starts_without_the_old_history() -> None:
+    config, state = setup()
+    state = steps(config, state, A.Produce(TP, 1), A.Replicate(TP), A.Replicate(TP), A.Consume(TP, 0))
+    assert state.ghost.acked and state.ghost.consumed
+    state = steps(config, state, A.DeleteTopic("t"), A.CreateTopic("t", ((0, (0, 1, 2)),)))
+    assert state.ghost.acked == () and state.ghost.consumed == ()
+    assert P.acked_records_survive(config, state) and P.consumed_records_survive(config, state)
+    state = steps(config, state, A.BrokerFail(2), A.BrokerStart(2))  # an empty follower with peers keeps history
+    state = steps(config, state, A.Produce(TP, 1), A.Replicate(TP), A.Replicate(TP), A.BrokerFail(2),
+                  A.BrokerStart(2))
+    assert state.ghost.acked == ((TP, ((0, 1),)),)  # written in leader epoch 1 (the ISR removal of 2 bumped it)
