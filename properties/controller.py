@@ -116,6 +116,9 @@ def ar_shrinks_only_last(model: Any, before: Cluster, action: Any, after: Cluste
         if now is None or set(now) >= set(ar):
             continue  # unchanged, grown, or the topic is gone (deletion)
         r = moving.get(tp)
+        if r is None and get(before.zk.reassign_partitions, tp) is not None:
+            # Written while no controller was active: the next controller resumes (and may complete) it.
+            r = Reassignment(tuple(ar), tuple(get(before.zk.reassign_partitions, tp)))
         if isinstance(action, Reassign) and action.tp == tp:
             # A new reassignment (or one replacing it, rule 9) whose target is already in the ISR completes at once.
             r = Reassignment(tuple(ar), tuple(action.replicas))

@@ -243,3 +243,14 @@ def test_a_target_already_in_the_isr_completes_in_the_reassign_step():
     lai = znode(state)
     assert get(state.zk.assignments, T0) == (2, 1) and state.ctx.reassignments == ()
     assert (lai.leader, lai.isr) == (2, (1, 2))
+
+
+def test_a_reassignment_written_without_a_controller_runs_when_one_is_elected():
+    config = ClusterConfig((0, 1, 2))
+    state, _ = run(config, CreateTopic("t", ((0, (0, 1)),)), BrokerFail(0), BrokerFail(1), BrokerFail(2),
+                   Reassign(T0, (1,)))
+    assert state.zk.controller == -1 and get(state.zk.reassign_partitions, T0) == (1,)
+    assert get(state.zk.assignments, T0) == (0, 1)
+    state, _ = run(config, BrokerStart(0), state=state)
+    # RAR {1} is already the ISR (rule 12 kept it), so the new controller completes it at once.
+    assert (state.zk.controller, get(state.zk.assignments, T0), state.zk.reassign_partitions) == (0, (1,), ())
