@@ -494,9 +494,13 @@ class Encoding:
                 s.partition_state != PARTITION_CODES[P.NON_EXISTENT],
                 target != self.empty(),
                 *guards,
-                self.frame(
+                # Kafka bumps the leader epoch when a reassignment starts (the new AR reaches every replica).
+                self._write_leader(
                     s,
                     t,
+                    s.leader,
+                    s.isr,
+                    s.leader_epoch + 1,
                     reassigning=z3.BoolVal(True),
                     oar=s.ar,
                     rar=target,
@@ -563,8 +567,6 @@ class Encoding:
                     guard.append(self.has(s.ar, b))
                 else:
                     guard.append(z3.Not(self.has(s.ar, b)))  # deletion: the replica has left the AR
-                if to == R.ONLINE:
-                    guard.append(s.alive[b])
                 rs = self._set(s.replica_state, b, z3.IntVal(REPLICA_CODES[to]))
                 acts.append(
                     Action(f"ReplicaMove(replica={b}, {f} -> {to})", z3.And(*guard, self.frame(s, t, replica_state=rs)))
