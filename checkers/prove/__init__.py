@@ -25,6 +25,10 @@ controller or any later one, so stale, duplicated and reordered requests are all
 any eligible replica; tests/test_prove_selectors.py checks that on every concrete AR / ISR / live set of three
 brokers this is exactly the reference selectors' choice over all orders of the replica list.
 
+tests/test_prove_refinement.py checks that every step of the reference controller (three brokers, three ops
+deep) is a run of at most seven symbolic steps on the controller/ZooKeeper view. Not encoded: replacing a
+reassignment that is still running; several partitions (one symbolic partition stands for any of them).
+
 Seeded-bug switches of the one encoding: bump_epoch_on_election=False breaks one-leader-per-epoch,
 brokers_check_controller_epoch=False breaks controller-epoch-fencing (the zombie-controller trace).
 
