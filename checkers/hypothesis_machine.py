@@ -106,6 +106,10 @@ def write_scenario(doc: dict[str, Any], directory: str | None = None) -> str:
 class PropertyViolation(AssertionError):
     """A property or the refusal rule failed; the message holds the replayable scenario."""
 
+    def __init__(self, message: str, prop: str | None = None) -> None:
+        super().__init__(message)
+        self.prop = prop  # the property's name; None when the refusal rule or next_state broke
+
 
 # -- argument strategies of the contract ops, derived from the config --------------------------
 
@@ -234,18 +238,18 @@ class ContractModel:
 
 # -- the machine ------------------------------------------------------------------------------
 
-def _check_state(model: Model, props: Sequence[Property], state: Any) -> str | None:
+def _check_state(model: Model, props: Sequence[Property], state: Any) -> Property | None:
     for p in props:
         if not p.condition(model, state):
-            return f"{p.name} ({p.rule})"
+            return p
     return None
 
 
 def _check_step(model: Model, props: Sequence[Property], before: Any, action: Any, after: Any, effects: Any
-                ) -> str | None:
+                ) -> Property | None:
     for p in props:
         if not p.condition(model, before, action, after, effects):
-            return f"{p.name} ({p.rule})"
+            return p
     return None
 
 
@@ -268,18 +272,23 @@ def build_machine(model: Model, *, name: str = "ModelMachine", contract_ops: boo
     if not init_states:
         raise ValueError(f"{name}: the model has no initial state")
 
-    def fail(self: Any, why: str) -> None:
+    def fail(self: Any, why: str, prop: Property | None = None) -> None:
+        if prop is not None:
+            why = f"{why} breaks {prop.name} ({prop.rule})"
         doc = scenario_document(config, self.trace, f"{name}: {why}")
         path = write_scenario(doc, scenario_dir)
-        raise PropertyViolation(f"{why}\nreplay with: kcm run {path}\n{json.dumps(doc, indent=2)}")
+        raise PropertyViolation(f"{why}\nreplay with: kcm run {path}\n{json.dumps(doc, indent=2)}",
+                                None if prop is None else prop.name)
 
-    def start(self: Any, state: Any) -> None:
+    def start(self: Any, state: Any, setup: list) -> None:
         self.current = state
         self.trace = []
         self.enabled = None
-        why = _check_state(model, always, state)
-        if why is not None:
-            fail(self, f"initial state breaks {why}")
+        broken = _check_state(model, always, state)
+        if broken is not None:
+            fail(self, "the initial state", broken)
+        for action in setup:
+            advance(self, action)
 
     def advance(self: Any, action: Any) -> None:
         before = self.current
@@ -296,12 +305,12 @@ def build_machine(model: Model, *, name: str = "ModelMachine", contract_ops: boo
         self.trace.append((action, None))
         if model.next_state(before, action) != (None if after == before else after):
             fail(self, f"next_state disagrees with step on {action!r}")
-        why = _check_step(model, steps, before, action, after, effects)
-        if why is not None:
-            fail(self, f"step {action!r} breaks {why}")
-        why = _check_state(model, always, after)
-        if why is not None:
-            fail(self, f"after {action!r} the state breaks {why}")
+        broken = _check_step(model, steps, before, action, after, effects)
+        if broken is not None:
+            fail(self, f"step {action!r}", broken)
+        broken = _check_state(model, always, after)
+        if broken is not None:
+            fail(self, f"after {action!r} the state", broken)
         if reached is not None:
             reached.update(p.name for p in sometimes if p.name not in reached and p.condition(model, after))
             reached.update(p.name for p in sometimes_step
@@ -314,11 +323,14 @@ def build_machine(model: Model, *, name: str = "ModelMachine", contract_ops: boo
             self.enabled = list(model.actions(self.current))
         return self.enabled
 
+    # With contract ops, a run starts by creating topics: ops on topics that do not exist are mostly refusals.
+    setup = (st.lists(op_strategy(CreateTopic, config, topics, partitions), min_size=1, max_size=len(topics))
+             if contract_ops else st.just([]))
     ns: dict[str, Any] = {
         "__doc__": f"Hypothesis machine over {type(model).__name__}: actions as rules, properties as invariants.",
         "advance": advance,
         "enabled_actions": enabled_actions,
-        "init": initialize(state=st.sampled_from(init_states))(start),
+        "init": initialize(state=st.sampled_from(init_states), setup=setup)(start),
     }
 
     def any_enabled(self: Any, data: st.DataObject) -> None:

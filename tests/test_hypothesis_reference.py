@@ -24,7 +24,7 @@ CONTROLLER_INVARIANTS = {
 }
 CONFIGS = {
     "seeds": ClusterConfig((0, 1, 2)),
-    "kafka-unclean": ClusterConfig((0, 1, 2), rules="kafka", unclean_leader_election=True, min_insync_replicas=2),
+    "kafka-minisr2": ClusterConfig((0, 1, 2), rules="kafka", min_insync_replicas=2),
 }
 
 
