@@ -28,6 +28,8 @@ def reassign(t: Txn, a: Reassign) -> None:
             f"{tp_name(tp)}: target {list(target)} must be distinct registered brokers, at least one")
     t.zk.reassign_partitions[tp] = target
     if not has_controller(t):
+        # As a controller would (rule 9): the whole current AR is OAR, so no replica leaves AR early.
+        t.zk.reassign_original = put(t.zk.reassign_original, tp, tuple(t.zk.assignments[tp]))
         return
     start(t, tp, target)
 

@@ -254,3 +254,11 @@ def test_a_reassignment_written_without_a_controller_runs_when_one_is_elected():
     state, _ = run(config, BrokerStart(0), state=state)
     # RAR {1} is already the ISR (rule 12 kept it), so the new controller completes it at once.
     assert (state.zk.controller, get(state.zk.assignments, T0), state.zk.reassign_partitions) == (0, (1,), ())
+
+
+def test_a_reassignment_replaced_without_a_controller_keeps_the_whole_ar():
+    config = ClusterConfig((0, 1, 2))
+    state, _ = run(config, CreateTopic("t", ((0, (0,)),)), BrokerFail(0), Reassign(T0, (0, 1)), BrokerFail(1),
+                   BrokerFail(2), Reassign(T0, (2,)), BrokerStart(0))
+    assert get(state.zk.assignments, T0) == (2, 0, 1)
+    assert get(state.ctx.reassignments, T0).removing == (0, 1)
