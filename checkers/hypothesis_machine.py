@@ -92,12 +92,12 @@ def scenario_document(config: ClusterConfig, trace: Sequence[tuple[Any, str | No
     return {"name": name, "config": contract_config(config), "steps": steps}
 
 
-def write_scenario(doc: dict[str, Any], directory: str | None = None) -> str:
-    """Write a scenario under a temp dir (named for its content) and return its path."""
+def write_scenario(doc: dict[str, Any], directory: str | None = None, stem: str | None = None) -> str:
+    """Write a scenario under a temp dir and return its path (named by stem, else by its content)."""
     folder = directory or os.path.join(tempfile.gettempdir(), "kcm-hypothesis")
     os.makedirs(folder, exist_ok=True)
     text = json.dumps(doc, indent=2)
-    path = os.path.join(folder, f"failure-{fingerprint(text):016x}.json")
+    path = os.path.join(folder, f"failure-{stem or format(fingerprint(text), '016x')}.json")
     with open(path, "w", encoding="utf-8") as fh:
         fh.write(text + "\n")
     return path
@@ -276,7 +276,8 @@ def build_machine(model: Model, *, name: str = "ModelMachine", contract_ops: boo
         if prop is not None:
             why = f"{why} breaks {prop.name} ({prop.rule})"
         doc = scenario_document(config, self.trace, f"{name}: {why}")
-        path = write_scenario(doc, scenario_dir)
+        # One file per machine, overwritten by each failing attempt: the last one written is the shrunk one.
+        path = write_scenario(doc, scenario_dir, f"{name}-{os.getpid()}")
         raise PropertyViolation(f"{why}\nreplay with: kcm run {path}\n{json.dumps(doc, indent=2)}",
                                 None if prop is None else prop.name)
 
