@@ -1,0 +1,202 @@
+"""Scenario files for `kcm run`: load, validate (schema, then meaning), run, and match `expect`.
+
+Exit codes (the contract): 0 every expectation held; 1 an `expect`, `expect_error` or `expect_records` did not
+hold, or a step was refused without `expect_error` (the refused step changes nothing and the run goes on, so the
+result document is still complete); 2 the file is not a valid scenario, and nothing was run.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+
+import jsonschema
+from kcm.model.actions import from_step
+from kcm.model.cluster import NO_CONTROLLER, ClusterConfig
+from kcm.model.errors import KcmError
+from kcm.model.fingerprint import fingerprint
+from kcm.model.names import parse_replica, parse_tp
+from kcm.reference import api
+from kcm.reference.result import result_document
+
+
+class InvalidScenario(Exception):
+    """The file is not a valid scenario: the message names the place (a JSON path) and the problem."""
+
+
+@dataclass
+class RunOutcome:
+    """What running a scenario gave: the result document and every mismatch found."""
+
+    result: dict[str, Any]
+    mismatches: list[str] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        """0 when every expectation held, 1 otherwise."""
+        return 1 if self.mismatches else 0
+
+
+_VALIDATOR: jsonschema.Draft202012Validator | None = None
+
+
+def _validator() -> jsonschema.Draft202012Validator:
+    global _VALIDATOR
+    if _VALIDATOR is None:
+        text = resources.files("kcm.specs").joinpath("scenario.schema.json").read_text(encoding="utf-8")
+        _VALIDATOR = jsonschema.Draft202012Validator(json.loads(text))
+    return _VALIDATOR
+
+
+def _path(parts: Any) -> str:
+    out = "$"
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else f".{p}"
+    return out
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [k for k, _ in pairs]
+    dup = sorted({k for k in keys if keys.count(k) > 1})
+    if dup:
+        raise InvalidScenario(f"duplicate key {dup[0]!r} in one JSON object")
+    return dict(pairs)
+
+
+def parse_text(raw: bytes) -> dict[str, Any]:
+    """Decode and parse the bytes of a scenario file; InvalidScenario names what is wrong."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise InvalidScenario(f"not UTF-8 text (byte {err.start})") from None
+    try:
+        doc = json.loads(text, object_pairs_hook=_no_duplicates)
+    except json.JSONDecodeError as err:
+        raise InvalidScenario(f"broken JSON at line {err.lineno} column {err.colno}: {err.msg}") from None
+    except RecursionError:
+        raise InvalidScenario("JSON nested too deeply") from None
+    validate(doc)
+    return doc
+
+
+def validate(doc: Any) -> None:
+    """Check a parsed document against the schema, then its meaning; InvalidScenario on the first problem."""
+    errors = sorted(_validator().iter_errors(doc), key=lambda e: (list(e.absolute_path), e.message))
+    if errors:
+        best = jsonschema.exceptions.best_match(errors)
+        raise InvalidScenario(f"{_path(best.absolute_path)}: {best.message}")
+    _check_meaning(doc)
+
+
+def _check_meaning(doc: dict[str, Any]) -> None:
+    brokers = set(doc["config"]["brokers"])
+    controller = doc["config"].get("controller")
+    if controller is not None and controller not in brokers:
+        raise InvalidScenario(f"$.config.controller: broker {controller} is not in config.brokers")
+    created: set[tuple] = set()
+    topics: set[str] = set()
+    for step in doc["steps"]:
+        if step["op"] in ("create_topic", "add_partitions"):
+            topics.add(step["topic"])
+            parts = step.get("assignment") or {str(i): [] for i in range(step.get("partitions", 0))}
+            created |= {(step["topic"], int(p)) for p in parts}
+    for i, step in enumerate(doc["steps"]):
+        where = f"$.steps[{i}]"
+        lenient = step.get("expect_error") == "InvalidReplicaAssignment"
+        if "broker" in step and step["broker"] not in brokers:
+            raise InvalidScenario(f"{where}.broker: broker {step['broker']} is not in config.brokers")
+        lists = [("replicas", step["replicas"])] if step["op"] == "reassign" else []
+        lists += [(f"assignment.{p}", r) for p, r in (step.get("assignment") or {}).items()]
+        for name, replicas in lists:
+            unknown = [b for b in replicas if b not in brokers]
+            if unknown and not lenient:
+                raise InvalidScenario(f"{where}.{name}: brokers {unknown} are not in config.brokers")
+        if step["op"] in ("create_topic", "add_partitions", "delete_topic"):
+            continue
+        names = step.get("partitions") or ([step["partition"]] if "partition" in step else [])
+        for j, name in enumerate(names):
+            tp = parse_tp(name)
+            if tp not in created:
+                raise InvalidScenario(f"{where}.partitions[{j}]: partition {name} is not created by any step"
+                                      if "partitions" in step else
+                                      f"{where}.partition: partition {name} is not created by any step")
+        for j, name in enumerate(step.get("replicas", []) if step["op"] == "replica_transition" else []):
+            tp, b = parse_replica(name)
+            if tp not in created:
+                raise InvalidScenario(f"{where}.replicas[{j}]: partition of {name} is not created by any step")
+            if b not in brokers:
+                raise InvalidScenario(f"{where}.replicas[{j}]: broker {b} of {name} is not in config.brokers")
+    for i, step in enumerate(doc["steps"]):
+        if step["op"] == "delete_topic" and step["topic"] not in topics:
+            raise InvalidScenario(f"$.steps[{i}].topic: topic {step['topic']} is not created by any step")
+
+
+def cluster_config(doc: dict[str, Any]) -> ClusterConfig:
+    """The ClusterConfig of a scenario's `config`."""
+    c = doc["config"]
+    return ClusterConfig(
+        brokers=tuple(c["brokers"]),
+        rules=c.get("rules", "seeds"),
+        unclean_leader_election=c.get("unclean_leader_election", False),
+        min_insync_replicas=c.get("min_insync_replicas", 1),
+        truncation=c.get("truncation", "high_watermark"),
+        first_controller=c.get("controller", NO_CONTROLLER),
+    )
+
+
+def run(doc: dict[str, Any], trace: bool = False) -> RunOutcome:
+    """Run a validated scenario through the reference controller and match its expectations."""
+    config = cluster_config(doc)
+    state, _ = api.start(config)
+    log: list[dict[str, Any]] = []
+    mismatches: list[str] = []
+    for i, step in enumerate(doc["steps"]):
+        action = from_step(step)
+        entry: dict[str, Any] = {"step": i, "op": step["op"]}
+        wanted = step.get("expect_error")
+        before = fingerprint(state)
+        try:
+            state, effects = api.step(config, state, action)
+        except KcmError as err:
+            entry.update({"requests": [], "state_changes": [], "error": err.name, "message": err.message})
+            if wanted is None:
+                mismatches.append(f"steps[{i}] ({step['op']}): refused with {err.name}: {err.message}")
+            elif wanted != err.name:
+                mismatches.append(f"steps[{i}].expect_error: expected {wanted}, got {err.name}: {err.message}")
+            elif fingerprint(state) != before:
+                mismatches.append(f"steps[{i}]: the refused step changed the state")
+        else:
+            entry.update(effects.to_json())
+            if wanted is not None:
+                mismatches.append(f"steps[{i}].expect_error: expected {wanted}, but the step was accepted")
+            if step["op"] == "consume":
+                entry["consumed"] = effects.result
+                if "expect_records" in step and effects.result != step["expect_records"]:
+                    mismatches.append(f"steps[{i}].expect_records: expected {step['expect_records']}, "
+                                      f"got {effects.result}")
+        log.append(entry)
+    result = result_document(state)
+    if trace:
+        result["log"] = log
+    if "expect" in doc:
+        mismatches += match(doc["expect"], result, "expect")
+    return RunOutcome(result, mismatches)
+
+
+def match(expected: Any, actual: Any, where: str) -> list[str]:
+    """Subset match: every key `expected` names must be in `actual` with that value (lists compared whole)."""
+    if isinstance(expected, dict):
+        if not isinstance(actual, dict):
+            return [f"{where}: expected an object, got {json.dumps(actual)}"]
+        out: list[str] = []
+        for key, value in expected.items():
+            if key not in actual:
+                out.append(f"{where}.{key}: expected {json.dumps(value)}, got nothing")
+            else:
+                out += match(value, actual[key], f"{where}.{key}")
+        return out
+    if expected != actual or isinstance(expected, bool) != isinstance(actual, bool):
+        return [f"{where}: expected {json.dumps(expected)}, got {json.dumps(actual)}"]
+    return []
