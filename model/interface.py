@@ -36,6 +36,19 @@ class Property(NamedTuple):
     rule: str  # the rule in words, one line
 
 
+def named(name: str, expectation: str, condition: Callable[..., bool]) -> Property:
+    """A Property whose rule in words is its condition's docstring."""
+    return Property(name, expectation, condition, (condition.__doc__ or "").strip())
+
+
+def find(properties: Sequence[Property], name: str) -> Property:
+    """The property of that name in a list; KeyError names the known ones."""
+    for p in properties:
+        if p.name == name:
+            return p
+    raise KeyError(f"unknown property {name!r}; known: {', '.join(p.name for p in properties)}")
+
+
 class Model(Protocol):
     """What an engine needs to know about a system to explore, test, replay or prove it."""
 

@@ -12,7 +12,7 @@ from kcm.model.actions import Reassign
 from kcm.model.cluster import NO_LEADER, Cluster, Reassignment
 from kcm.model.effects import Effects, LeaderAndIsrRequest
 from kcm.model.fmap import get
-from kcm.model.interface import ALWAYS, SOMETIMES, SOMETIMES_STEP, STEP, Property
+from kcm.model.interface import ALWAYS, SOMETIMES, SOMETIMES_STEP, STEP, Property, find, named
 from kcm.model.states import PartitionState, ReplicaState
 
 
@@ -189,35 +189,28 @@ def some_topic_deletion_completes(model: Any, before: Cluster, action: Any, afte
     return any(t not in after.ctx.topics_to_delete and t not in remaining for t in before.ctx.topics_to_delete)
 
 
-def _prop(name: str, kind: str, fn: Any) -> Property:
-    return Property(name, kind, fn, (fn.__doc__ or "").strip())
-
-
 PROPERTIES: list[Property] = [
-    _prop("LeaderInIsrInAr", ALWAYS, leader_in_isr_in_ar),
-    _prop("ElectedLeaderRecorded", ALWAYS, elected_leaders_are_recorded),
-    _prop("OneLiveLeaderPerEpoch", ALWAYS, live_leaders_agree_on_epochs),
-    _prop("OneLeaderPerEpoch", STEP, one_leader_per_epoch),
-    _prop("LeaderEpochMonotone", STEP, leader_epochs_never_go_back),
-    _prop("ControllerEpochMonotone", STEP, controller_epoch_monotone),
-    _prop("EpochFencing", STEP, brokers_refuse_stale_epochs),
-    _prop("NoBrokerAheadOfZk", ALWAYS, no_broker_ahead_of_zookeeper),
-    _prop("ReassignmentArIsUnion", ALWAYS, reassignment_ar_is_union),
-    _prop("ArShrinksLast", STEP, ar_shrinks_only_last),
-    _prop("ValidTransition", STEP, moves_follow_the_table),
-    _prop("DeletionStatesOnlyWhileDeleting", ALWAYS, deletion_states_only_while_deleting),
-    _prop("DeletedTopicsLeaveNothing", ALWAYS, deleted_topics_leave_nothing),
-    _prop("SomeLeaderMoved", SOMETIMES, some_leader_moved),
-    _prop("SomePartitionOffline", SOMETIMES, some_partition_offline),
-    _prop("SomeControllerFailover", SOMETIMES, some_controller_failover),
-    _prop("SomeReassignmentCompletes", SOMETIMES_STEP, some_reassignment_completes),
-    _prop("SomeTopicDeletionCompletes", SOMETIMES_STEP, some_topic_deletion_completes),
+    named("LeaderInIsrInAr", ALWAYS, leader_in_isr_in_ar),
+    named("ElectedLeaderRecorded", ALWAYS, elected_leaders_are_recorded),
+    named("OneLiveLeaderPerEpoch", ALWAYS, live_leaders_agree_on_epochs),
+    named("OneLeaderPerEpoch", STEP, one_leader_per_epoch),
+    named("LeaderEpochMonotone", STEP, leader_epochs_never_go_back),
+    named("ControllerEpochMonotone", STEP, controller_epoch_monotone),
+    named("EpochFencing", STEP, brokers_refuse_stale_epochs),
+    named("NoBrokerAheadOfZk", ALWAYS, no_broker_ahead_of_zookeeper),
+    named("ReassignmentArIsUnion", ALWAYS, reassignment_ar_is_union),
+    named("ArShrinksLast", STEP, ar_shrinks_only_last),
+    named("ValidTransition", STEP, moves_follow_the_table),
+    named("DeletionStatesOnlyWhileDeleting", ALWAYS, deletion_states_only_while_deleting),
+    named("DeletedTopicsLeaveNothing", ALWAYS, deleted_topics_leave_nothing),
+    named("SomeLeaderMoved", SOMETIMES, some_leader_moved),
+    named("SomePartitionOffline", SOMETIMES, some_partition_offline),
+    named("SomeControllerFailover", SOMETIMES, some_controller_failover),
+    named("SomeReassignmentCompletes", SOMETIMES_STEP, some_reassignment_completes),
+    named("SomeTopicDeletionCompletes", SOMETIMES_STEP, some_topic_deletion_completes),
 ]
 
 
 def by_name(name: str) -> Property:
     """The controller property of that name; KeyError names the known ones."""
-    for p in PROPERTIES:
-        if p.name == name:
-            return p
-    raise KeyError(f"unknown property {name!r}; known: {', '.join(p.name for p in PROPERTIES)}")
+    return find(PROPERTIES, name)

@@ -12,7 +12,7 @@ from typing import Any
 
 from kcm.model.cluster import Cluster
 from kcm.model.effects import Effects
-from kcm.model.interface import ALWAYS, SOMETIMES, STEP, Property
+from kcm.model.interface import ALWAYS, SOMETIMES, STEP, Property, find, named
 from kcm.reference.dataplane import leader_log
 
 
@@ -94,23 +94,16 @@ def holds_by_design(config: Any) -> bool:
     return config.truncation == "kip320" and not config.unclean_leader_election
 
 
-def _prop(name: str, kind: str, fn: Any) -> Property:
-    return Property(name, kind, fn, (fn.__doc__ or "").strip())
-
-
 PROPERTIES: list[Property] = [
-    _prop("acked_records_survive", ALWAYS, acked_records_survive),
-    _prop("consumed_records_survive", ALWAYS, consumed_records_survive),
-    _prop("logs_agree_below_hw", ALWAYS, logs_agree_below_hw),
-    _prop("leader_hw_monotone", STEP, leader_hw_monotone),
-    _prop("some_record_acked", SOMETIMES, some_record_acked),
-    _prop("some_record_consumed", SOMETIMES, some_record_consumed),
+    named("acked_records_survive", ALWAYS, acked_records_survive),
+    named("consumed_records_survive", ALWAYS, consumed_records_survive),
+    named("logs_agree_below_hw", ALWAYS, logs_agree_below_hw),
+    named("leader_hw_monotone", STEP, leader_hw_monotone),
+    named("some_record_acked", SOMETIMES, some_record_acked),
+    named("some_record_consumed", SOMETIMES, some_record_consumed),
 ]
 
 
 def by_name(name: str) -> Property:
     """The data-plane property called name (KeyError naming the known ones otherwise)."""
-    for p in PROPERTIES:
-        if p.name == name:
-            return p
-    raise KeyError(f"no data-plane property {name!r}; known: {', '.join(p.name for p in PROPERTIES)}")
+    return find(PROPERTIES, name)
