@@ -7,6 +7,7 @@ value in every process and on every machine, unlike Python's `hash`.
 
 from __future__ import annotations
 
+import io
 import pickle
 import zlib
 from typing import Any
@@ -28,9 +29,22 @@ def decode(data: bytes) -> Any:
     return pickle.loads(data)
 
 
+def canonical_bytes(state: Any) -> bytes:
+    """Pickle bytes that depend only on the state's value, not on which sub-values share one object.
+
+    Plain pickling memoizes objects met twice, so two equal states whose tuples are shared differently would
+    pickle (and hash) differently; with the memo off (`fast` mode) the bytes are a function of the value alone.
+    """
+    buf = io.BytesIO()
+    pickler = pickle.Pickler(buf, _PROTOCOL)
+    pickler.fast = True
+    pickler.dump(state)
+    return buf.getvalue()
+
+
 def fingerprint(state: Any) -> int:
     """The 64-bit fingerprint of a state: equal states, equal fingerprints, in every process."""
-    return _xxh64(_dumps(state, _PROTOCOL))
+    return _xxh64(canonical_bytes(state))
 
 
 def encode_compressed(state: Any) -> bytes:

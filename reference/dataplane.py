@@ -155,6 +155,10 @@ def replicate(t: Txn, a: Replicate) -> None:
 def fetch(t: Txn, tp: tuple, leader: int, follower: int) -> None:
     """One follower fetch: truncation if pending, append from the leader, leader HW, follower HW, ISR expansion."""
     lkey, fkey = _key(tp, leader), _key(tp, follower)
+    if lkey not in t.replicas or fkey not in t.replicas:
+        # A broker that has not (yet, or any more) got the partition's LeaderAndIsr holds no replica to fetch with.
+        raise NotLeaderOrFollower(f"{tp_name(tp)}: broker {leader if lkey not in t.replicas else follower} "
+                                  "holds no replica of it")
     ldata, fdata = t.replicas[lkey], t.replicas[fkey]
     variant = t.config.truncation
     if truncation.fences_fetches(variant) and fdata.leader_epoch != ldata.leader_epoch:

@@ -1,0 +1,87 @@
+"""What an exploration found, shared by every engine: counts, verdicts, counterexamples, the summary."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kcm.model.interface import ALWAYS, SOMETIMES, SOMETIMES_STEP, STEP, Property
+
+
+@dataclass
+class Exploration:
+    """The outcome of one exploration."""
+
+    engine: str
+    distinct_states: int = 0
+    transitions: int = 0
+    depth: int = 0
+    seconds: float = 0.0
+    complete: bool = True  # False when --max-states stopped it
+    violations: dict[str, list[Any]] = field(default_factory=dict)  # property -> shortest action trace
+    reached: set[str] = field(default_factory=set)  # sometimes-properties reached
+
+    def verdicts(self, properties: list[Property]) -> dict[str, str]:
+        """Each property's verdict: holds / violated for always and step rules, reached / never reached otherwise."""
+        out = {}
+        for p in properties:
+            if p.expectation in (ALWAYS, STEP):
+                out[p.name] = "violated" if p.name in self.violations else "holds"
+            elif p.expectation in (SOMETIMES, SOMETIMES_STEP):
+                out[p.name] = "reached" if p.name in self.reached else "never reached"
+        return out
+
+    def collision_probability(self) -> float:
+        """Upper estimate that a 64-bit fingerprint collision hid a state: n^2 / 2^65 (birthday bound)."""
+        return min(1.0, self.distinct_states ** 2 / 2.0 ** 65)
+
+    def to_json(self, model: Any) -> dict[str, Any]:
+        """The machine-readable summary."""
+        props = model.properties()
+        return {"engine": self.engine, "distinct_states": self.distinct_states, "transitions": self.transitions,
+                "depth": self.depth, "seconds": round(self.seconds, 3), "complete": self.complete,
+                "states_per_second": round(self.distinct_states / self.seconds) if self.seconds else None,
+                "collision_probability": self.collision_probability(),
+                "verdicts": self.verdicts(props),
+                "counterexamples": {name: {"length": len(trace), "scenario": model.scenario(trace)}
+                                    for name, trace in sorted(self.violations.items())}}
+
+
+def state_checks(model: Any, state: Any, props: list[Property]) -> tuple[list[str], list[str]]:
+    """(always-properties violated, sometimes-properties reached) in one state."""
+    bad, reached = [], []
+    for p in props:
+        if p.expectation == ALWAYS:
+            if not p.condition(model, state):
+                bad.append(p.name)
+        elif p.expectation == SOMETIMES and p.condition(model, state):
+            reached.append(p.name)
+    return bad, reached
+
+
+def step_checks(model: Any, before: Any, action: Any, after: Any, effects: Any,
+                props: list[Property]) -> tuple[list[str], list[str]]:
+    """(step-properties violated, sometimes-step properties reached) on one transition."""
+    bad, reached = [], []
+    for p in props:
+        if p.expectation == STEP:
+            if not p.condition(model, before, action, after, effects):
+                bad.append(p.name)
+        elif p.expectation == SOMETIMES_STEP and p.condition(model, before, action, after, effects):
+            reached.append(p.name)
+    return bad, reached
+
+
+def successors(model: Any, state: Any) -> list[tuple[Any, Any, Any]]:
+    """(action, next state, effects) of every enabled action that changes the state, inside the boundary."""
+    from kcm.model.errors import KcmError
+
+    out = []
+    for action in model.actions(state):
+        try:
+            nxt, effects = model.step(state, action)
+        except KcmError:
+            continue
+        if nxt != state and model.within_boundary(nxt):
+            out.append((action, nxt, effects))
+    return out
