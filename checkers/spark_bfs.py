@@ -12,11 +12,10 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from typing import Any
 
-from kcm.checkers.bfs import trace_to
+from kcm.checkers.bfs import Progress, Row, search
 from kcm.checkers.verdicts import Exploration, state_checks, step_checks, successors
 from kcm.model.fingerprint import decode, encode
 
@@ -51,55 +50,17 @@ def _expand(model: Any) -> Callable[[Any], Any]:
     return expand
 
 
-def explore(model: Any, spark: Any, max_states: int | None = None,
-            progress: Callable[[int, int, int, float], None] | None = None) -> Exploration:
+def explore(model: Any, spark: Any, max_states: int | None = None, progress: Progress | None = None) -> Exploration:
     """Explore every state reachable inside the boundary on Spark, checking every property of the model."""
     sc = spark.sparkContext
     slices = max(1, sc.defaultParallelism)
-    props = model.properties()
-    found = Exploration(f"spark {sc.master}")
-    start = time.perf_counter()
-    parents: dict[int, tuple[int, Any]] = {}
-    frontier: list[tuple[int, bytes]] = []
-    for s in model.init_states():
-        fp = model.fingerprint(s)
-        if fp not in parents:
-            parents[fp] = (fp, None)
-            frontier.append((fp, encode(s)))
-            bad, reached = state_checks(model, s, props)
-            found.reached.update(reached)
-            for name in bad:
-                found.violations.setdefault(name, [])
     expand = _expand(model)
-    depth = 0
-    while frontier:
+
+    def expand_level(frontier: list[tuple[int, bytes]]) -> list[Row]:
         rows = sc.parallelize(frontier, min(slices, len(frontier))).mapPartitions(expand).collect()
         # Same order as the local engine: by parent's position in the frontier, then the model's action order.
         order = {fp: i for i, (fp, _) in enumerate(frontier)}
         rows.sort(key=lambda r: order[r[2]])
-        nxt_frontier: list[tuple[int, bytes]] = []
-        for nfp, blob, parent, action, bad_step, bad, reached in rows:
-            found.transitions += 1
-            found.reached.update(reached)
-            for name in bad_step:
-                if name not in found.violations:
-                    found.violations[name] = trace_to(parents, parent) + [action]
-            if nfp in parents:
-                continue
-            parents[nfp] = (parent, action)
-            nxt_frontier.append((nfp, blob))
-            for name in bad:
-                if name not in found.violations:
-                    found.violations[name] = trace_to(parents, nfp)
-        if nxt_frontier:
-            depth += 1
-        frontier = nxt_frontier
-        if progress:
-            progress(depth, len(parents), len(frontier), time.perf_counter() - start)
-        if max_states is not None and len(parents) >= max_states and frontier:
-            found.complete = False
-            break
-    found.distinct_states = len(parents)
-    found.depth = depth
-    found.seconds = time.perf_counter() - start
-    return found
+        return rows
+
+    return search(model, f"spark {sc.master}", encode, expand_level, decode, max_states, progress)
