@@ -160,6 +160,64 @@ def deleted_topics_leave_nothing(model: Any, state: Cluster) -> bool:
         key[0] in live for key, _ in state.ctx.replica_states)
 
 
+def zk_writes_fenced(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
+    """Only the controller of the newest epoch elects: a znode whose leader epoch changes carries that epoch."""
+    old = dict(before.zk.partitions)
+    for tp, lai in after.zk.partitions:
+        prev = old.get(tp)
+        if prev is not None and prev.leader_epoch == lai.leader_epoch:
+            continue  # unchanged, or a leader's own ISR update (it keeps the writer's controller epoch)
+        if lai.controller_epoch != after.zk.controller_epoch:
+            return False
+    return True
+
+
+def controller_cache_matches_zk(model: Any, state: Cluster) -> bool:
+    """The active controller's cached leader and ISR of every partition are what ZooKeeper holds."""
+    if state.ctx.controller_id < 0:
+        return True
+    zk = dict(state.zk.partitions)
+    return all(zk.get(tp) == lai for tp, lai in state.ctx.leadership)
+
+
+def liveness_view(model: Any, state: Cluster) -> bool:
+    """Every live broker in a partition's ISR acts on the znode's leader and leader epoch.
+
+    This is what the controller's view of liveness is for: it sends each live replica what ZooKeeper says.
+    Brokers with control requests still in flight (delivery "async") are judged once those arrive.
+    """
+    brokers = dict(state.brokers)
+    local = dict(state.replicas)
+    waiting = {b for (b, _e), q in state.inflight if q}
+    for tp, lai in state.zk.partitions:
+        if lai.leader == NO_LEADER:
+            continue
+        for b in lai.isr:
+            s = brokers.get(b)
+            if s is None or not s.alive or s.shutting_down or b in waiting:
+                continue
+            data = local.get((tp[0], tp[1], b))
+            if data is None or (data.leader, data.leader_epoch) != (lai.leader, lai.leader_epoch):
+                return False
+    return True
+
+
+def reassignment_ends_complete(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
+    """A reassignment leaves /admin/reassign_partitions only when AR is its target (or the topic is gone)."""
+    still = dict(after.zk.reassign_partitions)
+    ar = dict(after.zk.assignments)
+    return all(tp in still or tp not in ar or ar[tp] == target for tp, target in before.zk.reassign_partitions)
+
+
+def reassignments_tracked(model: Any, state: Cluster) -> bool:
+    """With a controller active, /admin/reassign_partitions holds exactly the reassignments it is carrying out."""
+    if state.ctx.controller_id < 0:
+        return True
+    existing = dict(state.zk.assignments)
+    pending = {tp for tp, _ in state.zk.reassign_partitions if tp in existing}
+    return pending == {tp for tp, _ in state.ctx.reassignments}
+
+
 # -- reachability: a model that never reaches these is broken ---------------------------------
 
 def some_leader_moved(model: Any, state: Cluster) -> bool:
@@ -203,6 +261,11 @@ PROPERTIES: list[Property] = [
     named("ValidTransition", STEP, moves_follow_the_table),
     named("DeletionStatesOnlyWhileDeleting", ALWAYS, deletion_states_only_while_deleting),
     named("DeletedTopicsLeaveNothing", ALWAYS, deleted_topics_leave_nothing),
+    named("ZkEpochFencing", STEP, zk_writes_fenced),
+    named("ControllerCacheMatchesZk", ALWAYS, controller_cache_matches_zk),
+    named("LivenessView", ALWAYS, liveness_view),
+    named("ReassignmentEndsComplete", STEP, reassignment_ends_complete),
+    named("ReassignmentsTracked", ALWAYS, reassignments_tracked),
     named("SomeLeaderMoved", SOMETIMES, some_leader_moved),
     named("SomePartitionOffline", SOMETIMES, some_partition_offline),
     named("SomeControllerFailover", SOMETIMES, some_controller_failover),

@@ -13,21 +13,22 @@ from pathlib import Path
 from typing import Any
 
 from kcm.model import actions as A
-from kcm.model.cluster import Cluster, ClusterConfig
+from kcm.model.cluster import DELIVERY_MODES, Cluster, ClusterConfig
 from kcm.model.effects import Effects
 from kcm.model.errors import KcmError
 from kcm.model.fingerprint import fingerprint
 from kcm.model.interface import Property
+from kcm.model.variants import SWITCHES, known_switch
 from kcm.properties import controller as controller_properties
 from kcm.properties import dataplane as dataplane_properties
 from kcm.reference import api
 
 FAMILIES = ("broker_failure", "controlled_shutdown", "controller_failover", "reassignment", "preferred",
-            "data_plane", "deletion")
+            "data_plane", "deletion", "zombie_controller", "fast_bounce")
 _KEYS = {"name", "description", "brokers", "rules", "truncation", "unclean_leader_election", "min_insync_replicas",
-         "topics", "families", "bounds", "properties"}
+         "topics", "families", "bounds", "properties", "variants", "delivery"}
 _BOUNDS = {"max_failures": 1, "max_restarts": 1, "max_controller_epoch": 2, "max_leader_epoch": 3, "max_records": 1,
-           "reassign_targets": []}
+           "reassign_targets": [], "max_inflight": 4}
 
 
 class BadConfig(ValueError):
@@ -64,6 +65,11 @@ def validate_config(cfg: Any) -> None:
     brokers = cfg.get("brokers")
     if not isinstance(brokers, list) or not brokers or not all(isinstance(b, int) and b >= 0 for b in brokers):
         raise BadConfig("brokers: a non-empty list of broker ids")
+    for name in cfg.get("variants", []):
+        if not known_switch(name):
+            raise BadConfig(f"variants: unknown variant {name!r}; switches: {', '.join(SWITCHES)}")
+    if cfg.get("delivery", "sync") not in DELIVERY_MODES:
+        raise BadConfig(f"delivery: one of {', '.join(DELIVERY_MODES)}")
     for fam in cfg.get("families", []):
         if fam not in FAMILIES:
             raise BadConfig(f"families: unknown family {fam!r}; known: {', '.join(FAMILIES)}")
@@ -95,7 +101,9 @@ class BoundedSystem:
             brokers=tuple(cfg["brokers"]), rules=cfg.get("rules", "seeds"),
             unclean_leader_election=cfg.get("unclean_leader_election", False),
             min_insync_replicas=cfg.get("min_insync_replicas", 1),
-            truncation=cfg.get("truncation", "high_watermark"))
+            truncation=cfg.get("truncation", "high_watermark"),
+            variants=tuple(cfg.get("variants", ())), delivery=cfg.get("delivery", "sync"),
+            zombie_controller="zombie_controller" in cfg.get("families", ()))
         self.families = set(cfg.get("families", []))
         self.bounds = dict(_BOUNDS, **cfg.get("bounds", {}))
         self.topic_steps = [A.CreateTopic(t, tuple(sorted((int(p), tuple(r)) for p, r in a.items())))
@@ -126,6 +134,15 @@ class BoundedSystem:
             out += [A.ControlledShutdown(b) for b, s in brokers.items() if s.alive and not s.shutting_down]
         if "controller_failover" in fam and state.zk.controller_epoch < self.bounds["max_controller_epoch"]:
             out.append(A.ControllerResign())
+        if "zombie_controller" in fam:
+            if state.zk.controller_epoch < self.bounds["max_controller_epoch"]:
+                # another broker wins the election while the old controller is still busy
+                out += [A.ControllerResign(b) for b, s in brokers.items() if s.alive and b != state.zk.controller]
+            if state.zombie is not None:
+                out += [A.ZombieElect(tp) for tp in self.tps]
+        if "fast_bounce" in fam:
+            out += [A.BrokerBounce(b) for b, s in brokers.items() if s.alive and b != state.zk.controller]
+        out += [A.Deliver(b, e) for (b, e), queue in state.inflight if queue]
         if "preferred" in fam:
             out.append(A.PreferredElection())
         assignments = dict(state.zk.assignments)
@@ -133,7 +150,8 @@ class BoundedSystem:
             if tp not in assignments:
                 continue
             if "reassignment" in fam and not any(k == tp for k, _ in state.ctx.reassignments):
-                out += [A.Reassign(tp, t) for t in self._targets if t != assignments[tp]]
+                # A target equal to AR is a no-op for a correct controller (it clears the request).
+                out += [A.Reassign(tp, t) for t in self._targets]
             if "data_plane" in fam:
                 out += [A.Produce(tp), A.Replicate(tp)]
                 lai = dict(state.zk.partitions).get(tp)
@@ -165,6 +183,8 @@ class BoundedSystem:
             return False
         if state.zk.controller_epoch > self.bounds["max_controller_epoch"]:
             return False
+        if sum(len(q) for _, q in state.inflight) > self.bounds["max_inflight"]:
+            return False
         if any(lai.leader_epoch > self.bounds["max_leader_epoch"] for _, lai in state.zk.partitions):
             return False
         return all(len(r.log) <= self.bounds["max_records"] for _, r in state.replicas)
@@ -176,10 +196,17 @@ class BoundedSystem:
     def scenario(self, actions: list[Any]) -> dict[str, Any]:
         """A `kcm run` scenario that replays a trace of this system from its initial state."""
         c = self.config
+        config: dict[str, Any] = {"brokers": list(c.brokers), "rules": c.rules, "truncation": c.truncation,
+                                  "unclean_leader_election": c.unclean_leader_election,
+                                  "min_insync_replicas": c.min_insync_replicas}
+        if c.variants:
+            config["variants"] = list(c.variants)
+        if c.delivery != "sync":
+            config["delivery"] = c.delivery
+        if c.zombie_controller:
+            config["zombie_controller"] = True
         return {"name": f"counterexample in config {self.cfg.get('name', '?')}",
-                "config": {"brokers": list(c.brokers), "rules": c.rules, "truncation": c.truncation,
-                           "unclean_leader_election": c.unclean_leader_election,
-                           "min_insync_replicas": c.min_insync_replicas},
+                "config": config,
                 "steps": [a.to_step() for a in self.topic_steps + list(actions)]}
 
 
