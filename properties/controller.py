@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kcm.model.actions import Reassign
+from kcm.model.actions import Deliver, Reassign
 from kcm.model.cluster import NO_LEADER, Cluster, Reassignment
 from kcm.model.effects import Effects, LeaderAndIsrRequest
 from kcm.model.fmap import get
@@ -247,6 +247,15 @@ def some_topic_deletion_completes(model: Any, before: Cluster, action: Any, afte
     return any(t not in after.ctx.topics_to_delete and t not in remaining for t in before.ctx.topics_to_delete)
 
 
+def some_stale_request_refused(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
+    """Some broker receives a request of an older controller epoch than it has accepted (and refuses it)."""
+    if not isinstance(action, Deliver):
+        return False
+    brokers = dict(before.brokers)
+    return any(r.broker in brokers and r.controller_epoch < brokers[r.broker].controller_epoch
+               for r in effects.requests)
+
+
 PROPERTIES: list[Property] = [
     named("LeaderInIsrInAr", ALWAYS, leader_in_isr_in_ar),
     named("ElectedLeaderRecorded", ALWAYS, elected_leaders_are_recorded),
@@ -271,6 +280,7 @@ PROPERTIES: list[Property] = [
     named("SomeControllerFailover", SOMETIMES, some_controller_failover),
     named("SomeReassignmentCompletes", SOMETIMES_STEP, some_reassignment_completes),
     named("SomeTopicDeletionCompletes", SOMETIMES_STEP, some_topic_deletion_completes),
+    named("SomeStaleRequestRefused", SOMETIMES_STEP, some_stale_request_refused),
 ]
 
 

@@ -28,7 +28,7 @@ FAMILIES = ("broker_failure", "controlled_shutdown", "controller_failover", "rea
 _KEYS = {"name", "description", "brokers", "rules", "truncation", "unclean_leader_election", "min_insync_replicas",
          "topics", "families", "bounds", "properties", "variants", "delivery"}
 _BOUNDS = {"max_failures": 1, "max_restarts": 1, "max_controller_epoch": 2, "max_leader_epoch": 3, "max_records": 1,
-           "reassign_targets": [], "max_inflight": 4}
+           "reassign_targets": [], "max_inflight": 6}
 
 
 class BadConfig(ValueError):
@@ -112,12 +112,18 @@ class BoundedSystem:
         wanted = set(cfg.get("properties", []))
         self._properties = [p for p in all_properties() if not wanted or p.name in wanted]
         self._targets = [tuple(x) for x in self.bounds["reassign_targets"]]
+        self.settle_steps: list[Any] = []  # deliveries that settle the initial state (delivery "async")
 
     def init_states(self) -> list[Cluster]:
         """The first election, then the configured topics created."""
         state, _ = api.start(self.config)
         for action in self.topic_steps:
             state, _ = api.step(self.config, state, action)
+        self.settle_steps = []
+        while state.inflight:  # delivery "async": the set-up's requests all arrive before exploring starts
+            (broker, epoch), _queue = state.inflight[0]
+            self.settle_steps.append(A.Deliver(broker, epoch))
+            state, _ = api.step(self.config, state, self.settle_steps[-1])
         return [state]
 
     def actions(self, state: Cluster) -> list[Any]:
@@ -207,7 +213,7 @@ class BoundedSystem:
             config["zombie_controller"] = True
         return {"name": f"counterexample in config {self.cfg.get('name', '?')}",
                 "config": config,
-                "steps": [a.to_step() for a in self.topic_steps + list(actions)]}
+                "steps": [a.to_step() for a in self.topic_steps + self.settle_steps + list(actions)]}
 
 
 __all__ = ["BadConfig", "BoundedSystem", "FAMILIES", "load_config"]

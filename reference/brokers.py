@@ -61,16 +61,20 @@ def broker_bounce(t: Txn, a: BrokerBounce) -> None:
                                  "(broker_fail, then broker_start)")
     requests.drop_inflight(t, a.broker)
     hooks.call("on_broker_crash", t, a.broker)
-    t.brokers[a.broker] = state._replace(shutting_down=False, incarnation=state.incarnation + 1)
+    restarted = state._replace(shutting_down=False, incarnation=state.incarnation + 1)
+    if has_controller(t) and not t.config.has("KAFKA-1120"):
+        # The controller handles the old incarnation's failure first; nothing it sends reaches the old one.
+        t.brokers[a.broker] = restarted._replace(alive=False)
+        t.ctx.live_brokers.discard(a.broker)
+        t.ctx.shutting_down.discard(a.broker)
+        on_broker_failure(t, {a.broker})
+    t.brokers[a.broker] = restarted
     _restart_locally(t, a.broker)
     if not has_controller(t):
         return
     if t.config.has("KAFKA-1120"):
         t.note(f"broker {a.broker} re-registered before the controller looked: same broker ids, nothing done")
         return
-    t.ctx.live_brokers.discard(a.broker)
-    t.ctx.shutting_down.discard(a.broker)
-    on_broker_failure(t, {a.broker})
     t.ctx.live_brokers.add(a.broker)
     on_broker_startup(t, {a.broker})
 
