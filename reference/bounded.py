@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from kcm.model import actions as A
+from kcm.model.canonical import relative_zk_versions
 from kcm.model.cluster import DELIVERY_MODES, Cluster, ClusterConfig
 from kcm.model.effects import Effects
 from kcm.model.errors import KcmError
@@ -24,7 +25,7 @@ from kcm.properties import dataplane as dataplane_properties
 from kcm.reference import api
 
 FAMILIES = ("broker_failure", "controlled_shutdown", "controller_failover", "reassignment", "preferred",
-            "data_plane", "deletion", "zombie_controller", "fast_bounce")
+            "data_plane", "acks_one", "deletion", "zombie_controller", "fast_bounce")
 _KEYS = {"name", "description", "brokers", "rules", "truncation", "unclean_leader_election", "min_insync_replicas",
          "topics", "families", "bounds", "properties", "variants", "delivery"}
 _BOUNDS = {"max_failures": 1, "max_restarts": 1, "max_controller_epoch": 2, "max_leader_epoch": 3, "max_records": 1,
@@ -105,6 +106,8 @@ class BoundedSystem:
             variants=tuple(cfg.get("variants", ())), delivery=cfg.get("delivery", "sync"),
             zombie_controller="zombie_controller" in cfg.get("families", ()))
         self.families = set(cfg.get("families", []))
+        # Only a leader's own ISR writes add zkVersions without a new leader epoch (see kcm.model.canonical).
+        self._leader_isr_writes = "data_plane" in self.families
         self.bounds = dict(_BOUNDS, **cfg.get("bounds", {}))
         self.topic_steps = [A.CreateTopic(t, tuple(sorted((int(p), tuple(r)) for p, r in a.items())))
                             for t, a in sorted(cfg.get("topics", {}).items())]
@@ -160,6 +163,8 @@ class BoundedSystem:
                 out += [A.Reassign(tp, t) for t in self._targets]
             if "data_plane" in fam:
                 out += [A.Produce(tp), A.Replicate(tp)]
+                if "acks_one" in fam:  # acks=1: the leader acknowledges alone
+                    out.append(A.Produce(tp, 1, "1"))
                 lai = dict(state.zk.partitions).get(tp)
                 if lai is not None:
                     out += [A.IsrShrink(tp, b) for b in lai.isr if b != lai.leader]
@@ -196,8 +201,8 @@ class BoundedSystem:
         return all(len(r.log) <= self.bounds["max_records"] for _, r in state.replicas)
 
     def fingerprint(self, state: Cluster) -> int:
-        """The stable 64-bit fingerprint."""
-        return fingerprint(state)
+        """The stable 64-bit fingerprint (of the canonical form when leaders update ISRs themselves)."""
+        return fingerprint(relative_zk_versions(state) if self._leader_isr_writes else state)
 
     def scenario(self, actions: list[Any]) -> dict[str, Any]:
         """A `kcm run` scenario that replays a trace of this system from its initial state."""
