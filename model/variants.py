@@ -60,6 +60,11 @@ VARIANTS: tuple[Variant, ...] = (
             ("ReassignmentsTracked",), "reference/reassignment.py", _switch("KAFKA-9478"), {}),
 )
 
+VARIANTS += (
+    Variant("KAFKA-2937", "a topic whose partition has no leader and ISR znode can never finish deletion",
+            "0.9.0", "0.10.0.0", ("DeletionProgress",), "reference/replica_machine.py", _switch("KAFKA-2937"), {}),
+)
+
 SWITCHES = tuple(v.name for v in VARIANTS if v.on.get("variants") == [v.name])
 # Deliberate bugs with no Kafka release behind them, for the mutation suite (ci/mutants.py).
 MUTANT_SWITCHES = ("no-zkversion-check", "no-broker-epoch-check")

@@ -218,6 +218,20 @@ def reassignments_tracked(model: Any, state: Cluster) -> bool:
     return pending == {tp for tp, _ in state.ctx.reassignments}
 
 
+def deletion_progresses(model: Any, state: Cluster) -> bool:
+    """With a controller active, a topic stays queued for deletion only while a replica's broker is down
+    (or one of its partitions is being reassigned): otherwise its deletion has finished."""
+    if state.ctx.controller_id < 0:
+        return True
+    live = {b for b, s in state.brokers if s.alive}
+    moving = {tp[0] for tp, _ in state.ctx.reassignments}
+    for topic in state.ctx.topics_to_delete:
+        ar = [r for tp, r in state.ctx.assignments if tp[0] == topic]
+        if topic not in moving and all(b in live for r in ar for b in r):
+            return False
+    return True
+
+
 # -- reachability: a model that never reaches these is broken ---------------------------------
 
 def some_leader_moved(model: Any, state: Cluster) -> bool:
@@ -275,6 +289,7 @@ PROPERTIES: list[Property] = [
     named("LivenessView", ALWAYS, liveness_view),
     named("ReassignmentEndsComplete", STEP, reassignment_ends_complete),
     named("ReassignmentsTracked", ALWAYS, reassignments_tracked),
+    named("DeletionProgress", ALWAYS, deletion_progresses),
     named("SomeLeaderMoved", SOMETIMES, some_leader_moved),
     named("SomePartitionOffline", SOMETIMES, some_partition_offline),
     named("SomeControllerFailover", SOMETIMES, some_controller_failover),

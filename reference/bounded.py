@@ -25,9 +25,9 @@ from kcm.properties import dataplane as dataplane_properties
 from kcm.reference import api
 
 FAMILIES = ("broker_failure", "controlled_shutdown", "controller_failover", "reassignment", "preferred",
-            "data_plane", "acks_one", "deletion", "zombie_controller", "fast_bounce")
+            "data_plane", "acks_one", "deletion", "topic_creation", "zombie_controller", "fast_bounce")
 _KEYS = {"name", "description", "brokers", "rules", "truncation", "unclean_leader_election", "min_insync_replicas",
-         "topics", "families", "bounds", "properties", "variants", "delivery"}
+         "topics", "late_topics", "families", "bounds", "properties", "variants", "delivery"}
 _BOUNDS = {"max_failures": 1, "max_restarts": 1, "max_controller_epoch": 2, "max_leader_epoch": 3, "max_records": 1,
            "reassign_targets": [], "max_inflight": 6}
 
@@ -77,7 +77,7 @@ def validate_config(cfg: Any) -> None:
     for key in cfg.get("bounds", {}):
         if key not in _BOUNDS:
             raise BadConfig(f"bounds: unknown bound {key!r}; known: {', '.join(_BOUNDS)}")
-    for topic, assignment in cfg.get("topics", {}).items():
+    for topic, assignment in list(cfg.get("topics", {}).items()) + list(cfg.get("late_topics", {}).items()):
         for part, replicas in assignment.items():
             if not part.isdigit() or not all(b in brokers for b in replicas):
                 raise BadConfig(f"topics.{topic}.{part}: replicas must be brokers of the config")
@@ -111,6 +111,9 @@ class BoundedSystem:
         self.bounds = dict(_BOUNDS, **cfg.get("bounds", {}))
         self.topic_steps = [A.CreateTopic(t, tuple(sorted((int(p), tuple(r)) for p, r in a.items())))
                             for t, a in sorted(cfg.get("topics", {}).items())]
+        # Topics the `topic_creation` family creates during the run (their replicas' brokers may be down).
+        self.late_steps = [A.CreateTopic(t, tuple(sorted((int(p), tuple(r)) for p, r in a.items())))
+                           for t, a in sorted(cfg.get("late_topics", {}).items())]
         self.tps = [(c.topic, p) for c in self.topic_steps for p, _ in c.assignment]
         wanted = set(cfg.get("properties", []))
         self._properties = [p for p in all_properties() if not wanted or p.name in wanted]
@@ -169,7 +172,10 @@ class BoundedSystem:
                 if lai is not None:
                     out += [A.IsrShrink(tp, b) for b in lai.isr if b != lai.leader]
         if "deletion" in fam:
-            out += [A.DeleteTopic(t.topic) for t in self.topic_steps if any(k[0] == t.topic for k in assignments)]
+            out += [A.DeleteTopic(t.topic) for t in self.topic_steps + self.late_steps
+                    if any(k[0] == t.topic for k in assignments)]
+        if "topic_creation" in fam:
+            out += [c for c in self.late_steps if not any(k[0] == c.topic for k in assignments)]
         return out
 
     def step(self, state: Cluster, action: Any) -> tuple[Cluster, Effects]:
