@@ -165,7 +165,12 @@ class BoundedSystem:
                 # A target equal to AR is a no-op for a correct controller (it clears the request).
                 out += [A.Reassign(tp, t) for t in self._targets]
             if "data_plane" in fam:
-                out += [A.Produce(tp), A.Replicate(tp)]
+                out.append(A.Produce(tp))
+                if self.config.delivery == "async":
+                    # each follower fetches from the leader it last heard of, on its own schedule
+                    out += [A.Replicate(tp, b) for b, s in brokers.items() if s.alive]
+                else:
+                    out.append(A.Replicate(tp))
                 if "acks_one" in fam:  # acks=1: the leader acknowledges alone
                     out.append(A.Produce(tp, 1, "1"))
                 lai = dict(state.zk.partitions).get(tp)
