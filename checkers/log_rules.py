@@ -102,7 +102,7 @@ class LogChecker:
     def _before(self, ev: scl.Event) -> dict:
         """The part of the checker's state an event is judged against (for reports)."""
         p = ev.partition
-        out: dict = {"controller_epoch": self.controller_epoch}
+        out: dict = {"newest_controller_epoch": self.controller_epoch}
         if p is not None:
             out["partition"] = p
             out["partition_state"] = self.partitions.get(p)
