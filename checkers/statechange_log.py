@@ -137,6 +137,10 @@ _P_IGNORED = re.compile(r"Ignoring LeaderAndIsr request from controller (\d+) wi
 _BODY_08 = re.compile(r"Leader:(-?\d+),ISR:[\d,]*,LeaderEpoch:(\d+),ControllerEpoch:(\d+)")
 _BODY_KV_LEADER = re.compile(r"\bleader=(-?\d+)")
 _BODY_KV_EPOCH = re.compile(r"\bleaderEpoch=(\d+)")
+# A broker that cached an UpdateMetadata request (0.8: "cached leader info ...", 2.x: "Cached leader info ..." per
+# partition and "Add N partitions ... from metadata cache ..." per request) applied it: it fences stale ones first.
+_METADATA_APPLIED = re.compile(r"(?:for partition (\S+) )?in response to UpdateMetadata request sent by controller "
+                               r"(\d+) epoch (\d+) ")
 _BODY_TOPIC = re.compile(r"topicName='([^']*)', partitionIndex=(\d+)")
 
 
@@ -146,6 +150,16 @@ def _split_partition(text: str) -> str | None:
     if not sep or not topic or not num.isdigit():
         return None
     return text
+
+
+def _normalise(text: str | None) -> str | None:
+    """A partition as printed by either family ("[topic,3]" or "topic-3") as "topic-3"; None if neither."""
+    if text is None:
+        return None
+    if text.startswith("[") and text.endswith("]") and "," in text:
+        topic, _, num = text[1:-1].rpartition(",")
+        return f"{topic}-{num}" if topic and num.isdigit() else None
+    return _split_partition(text)
 
 
 def _body_leader(body: str) -> tuple[int | None, int | None, str | None]:
@@ -282,6 +296,10 @@ def _parse_legacy_broker(number: int, node: int, rest: str) -> Event | None:
         if not m:
             return None
         return Event(number, REQUEST_IGNORED_STALE, "broker", node, int(m.group(2)), version=LEGACY)
+    m = _METADATA_APPLIED.search(rest)
+    if m:
+        return Event(number, REQUEST_APPLIED, "broker", node, int(m.group(3)), _normalise(m.group(1)),
+                     version=LEGACY)
     return Event(number, BROKER_OTHER, "broker", node, None, version=LEGACY)
 
 
@@ -353,6 +371,10 @@ def _parse_prefixed_broker(number: int, node: int, rest: str) -> Event | None:
         m = _P_IGNORED.match(rest)
         if m:
             return Event(number, REQUEST_IGNORED_STALE, "broker", node, int(m.group(2)), version=PREFIXED)
+    m = _METADATA_APPLIED.search(rest)
+    if m:
+        return Event(number, REQUEST_APPLIED, "broker", node, int(m.group(3)), _normalise(m.group(1)),
+                     version=PREFIXED)
     return Event(number, BROKER_OTHER, "broker", node, None, version=PREFIXED)
 
 

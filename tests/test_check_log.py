@@ -121,6 +121,24 @@ def test_controller_epoch_never_decreases_across_controller_lines():
     assert _check(ok).ok
 
 
+def test_update_metadata_shares_the_brokers_controller_epoch_fence():
+    cached = ("Cached leader info UpdateMetadataPartitionState(topicName='t', partitionIndex=0, controllerEpoch={e}, "
+              "leader=1, leaderEpoch=3, isr=[1], zkVersion=3, replicas=[1], offlineReplicas=[]) for partition t-0 in "
+              "response to UpdateMetadata request sent by controller 1 epoch {e} with correlation id 1")
+    handled = "Handling LeaderAndIsr request correlationId 2 from controller 1 epoch {e} starting the become-leader " \
+              "transition for partition t-0"
+    assert _check(_brk(cached.format(e=4)) + _brk(handled.format(e=5)) + _brk(cached.format(e=5))).ok
+    r = _check(_brk(handled.format(e=5)) + _brk(cached.format(e=4)))
+    assert (r.first_violation.line, r.first_violation.rule) == (2, "broker-applies-no-stale-controller-epoch")
+    # each broker has its own fence
+    assert _check(_brk(handled.format(e=5), node=2) + _brk(cached.format(e=4), node=3)).ok
+    legacy = ("[2015-01-01 00:00:00,000] TRACE Broker 2 cached leader info (LeaderAndIsrInfo:(Leader:1,ISR:1,"
+              "LeaderEpoch:0,ControllerEpoch:{e}),ReplicationFactor:1),AllReplicas:1) for partition [t,0] in response "
+              "to UpdateMetadata request sent by controller 1 epoch {e} with correlation id 7" + S + "\n")
+    r = _check(legacy.format(e=3) + legacy.format(e=2))
+    assert (r.first_violation.line, r.first_violation.state_before["partition"]) == (2, "t-0")
+
+
 def test_leader_epoch_and_one_leader_per_epoch():
     def send(leader: int, epoch: int, broker: int = 1) -> str:
         return _ctl(f"Sending become-leader LeaderAndIsr request PartitionState(controllerEpoch=3, leader={leader}, "
