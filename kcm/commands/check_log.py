@@ -32,6 +32,8 @@ def _print_text(report: Report, line: str | None) -> None:
     print(f"rules:             {report.rules}")
     print(f"warnings:          {report.warnings} (missed transitions)")
     print(f"violations:        {report.violations}")
+    if report.events == 0 and report.lines_read:
+        print("note: no line was a state-change message this checker knows (wrong file or --kafka-version?)")
     for w in report.first_warnings[:3]:
         print(f"warning at line {w.line}: {w.message}")
     v = report.first_violation
