@@ -90,8 +90,9 @@ class LogLine(NamedTuple):
     text: str
 
 
-# log4j's default state-change layout is "[%d] %p %m (%c)%n"; the date may also be ISO with a 'T'.
-_HEAD = re.compile(r"\[\d{4}-\d\d-\d\d[ T][0-9:,.+\-Z]*\] (?:TRACE|DEBUG|INFO|WARN|ERROR|FATAL) ")
+# log4j's default state-change layout is "[%d] %p %m (%c)%n"; the date may also be ISO with a 'T', or unbracketed
+# in a site's own layout.
+_HEAD = re.compile(r"\[?\d{4}-\d\d-\d\d[ T][0-9:,.+\-Z]*\]? (?:TRACE|DEBUG|INFO|WARN|ERROR|FATAL) ")
 # A second log4j header further along the same physical line: two threads' output interleaved.
 _NEXT_HEAD = re.compile(r"\[\d{4}-\d\d-\d\d[ T]")
 _LOGGER_SUFFIX = " (state.change.logger)"
@@ -390,10 +391,15 @@ class ReadStats:
         self.continuation = 0  # of those, headerless lines (stack traces, wrapped text, binary garbage)
 
 
+# No state-change message is anywhere near this long; a longer "line" is binary data without newlines, and cutting
+# it keeps the regexes' work bounded.
+MAX_LINE_BYTES = 1 << 20
+
+
 def decode_lines(raw_lines: Iterable[bytes]) -> Iterator[str]:
-    """Bytes lines decoded as UTF-8, any invalid byte replaced (never an error)."""
+    """Bytes lines decoded as UTF-8, any invalid byte replaced (never an error), each cut to MAX_LINE_BYTES."""
     for raw in raw_lines:
-        yield raw.decode("utf-8", "replace")
+        yield raw[:MAX_LINE_BYTES].decode("utf-8", "replace")
 
 
 def read_events(lines: Iterable[str], stats: ReadStats) -> Iterator[Event]:

@@ -168,6 +168,15 @@ def test_interleaved_messages_on_one_line_are_both_read():
     assert (stats.lines, stats.unknown) == (2, 1)
 
 
+def test_crlf_and_unbracketed_dates_are_read():
+    log = ("2020-01-01T00:00:00.000Z TRACE [Controller id=1 epoch=3] Changed partition t-0 state from "
+           "NonExistentPartition to NewPartition with assigned replicas 1\r\n"
+           "[2020-01-01 00:00:00,001] TRACE [Controller id=1 epoch=3] Changed partition t-0 state from "
+           "NewPartition to NonExistentPartition (state.change.logger)\r\n")
+    r = _check(log)
+    assert (r.events, r.unknown_lines, r.first_violation.line) == (2, 0, 2)
+
+
 def test_a_cut_epoch_never_reads_as_a_smaller_epoch():
     full = "[2015-01-01 00:00:00,000] TRACE Controller 1 epoch 12 changed partition [t,0] state from " \
            "OnlinePartition to OfflinePartition"
