@@ -5,8 +5,8 @@
   request whose controller epoch is older than one it already applied;
 * per partition, the leader epoch of successive controller decisions and requests never decreases, and one
   (partition, leader epoch) never names two different leaders;
-* a change starts from the state the previous logged change of that partition or replica ended in; when it does not,
-  a transition was not logged (a "missed transition" warning, not a violation).
+* a change starts from the state the previous logged change of that partition or replica ended in under the same
+  controller epoch; when it does not, a transition was not logged (a "missed transition" warning, not a violation).
 """
 
 from __future__ import annotations
@@ -147,6 +147,11 @@ class LogChecker:
                             f"(line {self.controller_epoch_line})", self._before(ev))
             return
         if self.controller_epoch is None or epoch > self.controller_epoch:
+            if self.controller_epoch is not None:
+                # A newly elected controller loads every state from ZooKeeper without logging it, and states moved
+                # under other controllers meanwhile: what this log said last says nothing about the next change.
+                self.partitions.clear()
+                self.replicas.clear()
             self.controller_epoch = epoch
             self.controller_epoch_line = ev.line
 
