@@ -6,7 +6,10 @@ with leader-epoch bumps, LeaderAndIsr and UpdateMetadata requests, broker 1's ow
 occasional controller re-elections (epoch bumps) and noise: per-request summaries, stack traces, cut lines and
 binary garbage. The generated log is legal, so the check must report no violation.
 
-    .venv/bin/python ci/bench_check_log.py [--lines 1000000] [--keep FILE]
+    .venv/bin/python ci/bench_check_log.py [--lines 1000000] [--keep FILE] [--violation]
+
+With --violation one illegal move (OnlinePartition -> NewPartition) is appended as the last line, and the script
+says whether the check found it there.
 """
 
 from __future__ import annotations
@@ -170,11 +173,16 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--lines", type=int, default=1_000_000)
     ap.add_argument("--keep", help="write the generated log here and keep it")
+    ap.add_argument("--violation", action="store_true", help="append one illegal move as the last line")
     args = ap.parse_args(argv)
     path = args.keep or tempfile.mktemp(suffix=".log", prefix="state-change-")
     t0 = time.perf_counter()
     with open(path, "w", encoding="utf-8") as out:
         written = generate(out, args.lines)
+        if args.violation:
+            out.write(f"[2021-09-21 00:00:00,000] INFO [Controller id={LOCAL} epoch=999] Changed partition topic0-0 "
+                      f"state from OnlinePartition to NewPartition{SUFFIX}")
+            written += 1
     t1 = time.perf_counter()
     size = os.path.getsize(path)
     try:
@@ -190,6 +198,10 @@ def main(argv: list[str] | None = None) -> int:
           f"partitions {report.partitions_seen}, version {report.detected_version}, rules {report.rules}, "
           f"violations {report.violations}, warnings {report.warnings}")
     print(f"check-log: {secs:.1f} s total, {report.lines_read / secs:,.0f} lines/s")
+    if args.violation:
+        found = report.first_violation is not None and report.first_violation.line == written
+        print(f"injected violation at line {written}: {'found' if found else 'NOT found'}")
+        return 0 if found else 1
     return 0 if report.ok else 1
 
 
