@@ -277,7 +277,7 @@ def check_events(events: Iterable[scl.Event], stats: scl.ReadStats, kafka_versio
 def check_file(fh: BinaryIO, kafka_version: str = "auto", rules: str | None = None) -> Report:
     """Check an open (binary) state-change log file, streaming."""
     stats = scl.ReadStats()
-    return check_events(scl.read_events(scl.open_log_lines(fh), stats), stats, kafka_version, rules)
+    return check_events(scl.read_events(scl.decode_lines(fh), stats), stats, kafka_version, rules)
 
 
 def report_dict(report: Report) -> dict:

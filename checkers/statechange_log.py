@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from typing import BinaryIO, NamedTuple
+from typing import NamedTuple
 
 from kcm.model.states import PartitionState as P
 from kcm.model.states import ReplicaState as R
@@ -423,8 +423,3 @@ def read_events(lines: Iterable[str], stats: ReadStats) -> Iterator[Event]:
                 stats.unknown += 1
                 continue
             yield ev
-
-
-def open_log_lines(fh: BinaryIO) -> Iterator[str]:
-    """The decoded lines of a binary file object (split on '\\n' only, as log4j writes them)."""
-    return decode_lines(fh)

@@ -47,13 +47,16 @@ class _Writer:
         return f"[2021-09-20 {h % 24:02d}:{m:02d}:{s:02d},{ms:03d}]"
 
     def raw(self, text: str) -> None:
+        """Write text as is (one or more whole lines)."""
         self.out.write(text)
         self.count += text.count("\n")
 
     def ctl(self, level: str, msg: str) -> None:
+        """Write one controller-side message."""
         self.raw(f"{self._ts()} {level} [Controller id={LOCAL} epoch={self.epoch}] {msg}{SUFFIX}")
 
     def brk(self, level: str, msg: str) -> None:
+        """Write one broker-side message of the local broker."""
         self.raw(f"{self._ts()} {level} [Broker id={LOCAL}] {msg}{SUFFIX}")
 
     def noise(self) -> None:
