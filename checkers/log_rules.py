@@ -54,6 +54,7 @@ class Report(NamedTuple):
     messages: int
     events: int
     unknown_lines: int
+    headerless_lines: int  # of the unknown lines, those with no log4j header (stack traces, binary, cut heads)
     partitions_seen: int
     detected_version: str
     rules: str
@@ -269,7 +270,8 @@ def check_events(events: Iterable[scl.Event], stats: scl.ReadStats, kafka_versio
         for b in buffered:
             checker.feed(b)
     detected = detect_version(witnessed)
-    return Report(stats.lines, stats.messages, checker.events, stats.unknown + skipped, len(checker.seen),
+    return Report(stats.lines, stats.messages, checker.events, stats.unknown + skipped, stats.continuation,
+                  len(checker.seen),
                   detected, checker.rules.name, checker.violations, checker.warnings, checker.first_violation,
                   checker.first_warnings)
 
@@ -287,7 +289,8 @@ def report_dict(report: Report) -> dict:
                                        "state_before": f.state_before}
     return {
         "ok": report.ok, "lines_read": report.lines_read, "messages": report.messages, "events": report.events,
-        "unknown_lines": report.unknown_lines, "partitions_seen": report.partitions_seen,
+        "unknown_lines": report.unknown_lines, "headerless_lines": report.headerless_lines,
+        "partitions_seen": report.partitions_seen,
         "detected_version": report.detected_version, "rules": report.rules, "violations": report.violations,
         "warnings": report.warnings, "first_violation": finding(report.first_violation),
         "first_warnings": [finding(w) for w in report.first_warnings],

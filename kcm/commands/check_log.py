@@ -26,7 +26,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def _print_text(report: Report, line: str | None) -> None:
     print(f"lines read:        {report.lines_read}")
     print(f"events:            {report.events}")
-    print(f"unknown lines:     {report.unknown_lines}")
+    print(f"unknown lines:     {report.unknown_lines} ({report.headerless_lines} without a log4j header)")
     print(f"partitions seen:   {report.partitions_seen}")
     print(f"detected version:  {report.detected_version}")
     print(f"rules:             {report.rules}")
