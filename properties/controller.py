@@ -160,6 +160,20 @@ def deleted_topics_leave_nothing(model: Any, state: Cluster) -> bool:
         key[0] in live for key, _ in state.ctx.replica_states)
 
 
+def clean_elections(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
+    """With unclean leader election off, every newly elected leader was in the partition's ISR before."""
+    if model.config.unclean_leader_election:
+        return True
+    old = dict(before.zk.partitions)
+    for tp, lai in after.zk.partitions:
+        prev = old.get(tp)
+        if prev is None or lai.leader == NO_LEADER or prev.leader_epoch == lai.leader_epoch:
+            continue
+        if lai.leader not in prev.isr:
+            return False
+    return True
+
+
 def zk_writes_fenced(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
     """Only the controller of the newest epoch elects: a znode whose leader epoch changes carries that epoch."""
     old = dict(before.zk.partitions)
@@ -284,6 +298,7 @@ PROPERTIES: list[Property] = [
     named("ValidTransition", STEP, moves_follow_the_table),
     named("DeletionStatesOnlyWhileDeleting", ALWAYS, deletion_states_only_while_deleting),
     named("DeletedTopicsLeaveNothing", ALWAYS, deleted_topics_leave_nothing),
+    named("CleanElection", STEP, clean_elections),
     named("ZkEpochFencing", STEP, zk_writes_fenced),
     named("ControllerCacheMatchesZk", ALWAYS, controller_cache_matches_zk),
     named("LivenessView", ALWAYS, liveness_view),
