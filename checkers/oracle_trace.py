@@ -180,7 +180,7 @@ class Replay:
         return view["leader"] == broker, view["leader_epoch"]
 
     def _log(self, partition: str, broker: int) -> dict[str, int]:
-        return self.logs.setdefault(f"{partition}/{broker}", {})
+        return self.logs.get(f"{partition}/{broker}", {})
 
     def _hw_rules(self, partition: str, broker: int, leo: int, hw: int, who: str) -> str:
         """HW <= LEO; on a leader the HW never decreases within its leader epoch."""
@@ -194,7 +194,7 @@ class Replay:
         return ""
 
     def _set_log(self, partition: str, broker: int, leo: int, hw: int) -> None:
-        log = self._log(partition, broker)
+        log = self.logs.setdefault(f"{partition}/{broker}", {})
         leads, epoch = self._leads(partition, broker)
         log.update(leo=leo, hw=hw)
         if leads:
@@ -205,7 +205,8 @@ class Replay:
     # ------------------------------------------------------------------------------------------- events
 
     def apply(self, ev: dict[str, Any]) -> str:
-        """Apply one schema-valid event; return the rule it breaks ('' if it is legal)."""
+        """Apply one schema-valid event; return the rule it breaks ('' if it is legal, and then only is the
+        state changed: every handler checks all its rules before it records anything)."""
         return getattr(self, "_" + ev["type"])(ev)
 
     def _controller_elected(self, ev: dict[str, Any]) -> str:
@@ -276,7 +277,9 @@ class Replay:
             broken = self._leader_isr_rules(f"{ev['request']} sent", p)
             if broken:
                 return broken
-            self._record_leader(p)
+        for p in ev["partitions"]:
+            if "leader" in p:
+                self._record_leader(p)
         return ""
 
     def _request_received(self, ev: dict[str, Any]) -> str:
@@ -290,7 +293,7 @@ class Replay:
                     f"after applying controller epoch {self.applied_epoch[broker]}")
         if cepoch > self.controller_epoch:
             return f"epoch fencing: broker {broker} applied controller epoch {cepoch}, which was never elected"
-        view = self.broker_view.setdefault(broker, {})
+        view = self.broker_view.get(broker, {})
         for p in ev["partitions"]:
             if "leader" in p:
                 broken = self._leader_isr_rules(f"{ev['request']} applied by broker {broker}", p)
@@ -301,6 +304,7 @@ class Replay:
                     return (f"leader epoch fencing: broker {broker} applied {p['partition']} leader epoch "
                             f"{p['leader_epoch']} after leader epoch {mine['leader_epoch']}")
         self.applied_epoch[broker] = cepoch
+        view = self.broker_view.setdefault(broker, {})
         for p in ev["partitions"]:
             if ev["request"] == "LeaderAndIsr":
                 self._record_leader(p)
@@ -387,22 +391,49 @@ class Replay:
 _Replay = Replay  # the name earlier versions used
 
 
-def check_lines(lines: Iterable[str], rules: RuleSet) -> Verdict:
-    """Replay JSONL lines; stop at the first malformed line or violation."""
-    replay = Replay(rules)
-    count = 0
-    for no, text in enumerate(lines, 1):
+class TraceChecker:
+    """An incremental replay: feed events one at a time; the first failure is kept and every later feed repeats it."""
+
+    def __init__(self, rules: RuleSet) -> None:
+        self.replay = Replay(rules)
+        self.line = 0
+        self.events = 0
+        self.failure: Verdict | None = None
+
+    def feed_line(self, text: str) -> Verdict | None:
+        """Judge the next line; None while everything so far is legal (blank lines count but hold no event)."""
+        if self.failure is not None:
+            return self.failure
+        self.line += 1
         if not text.strip():
-            continue
+            return None
         ev, reason = parse_line(text)
         if ev is None:
-            return Verdict(False, no, None, reason, None, malformed=True, events=count)
-        before = replay.snapshot()
-        broken = replay.apply(ev)
-        if broken:
-            return Verdict(False, no, ev, broken, before, events=count)
-        count += 1
-    return Verdict(True, events=count)
+            self.failure = Verdict(False, self.line, None, reason, None, malformed=True, events=self.events)
+            return self.failure
+        broken = self.replay.apply(ev)
+        if broken:  # an event that breaks a rule changed nothing, so this is the state before it
+            self.failure = Verdict(False, self.line, ev, broken, self.replay.snapshot(), events=self.events)
+            return self.failure
+        self.events += 1
+        return None
+
+    def feed(self, event: Any) -> Verdict | None:
+        """Judge the next event given as decoded JSON (a dict); None while everything so far is legal."""
+        return self.feed_line(json.dumps(event, default=repr))
+
+    def verdict(self) -> Verdict:
+        """The verdict on everything fed so far."""
+        return self.failure or Verdict(True, events=self.events)
+
+
+def check_lines(lines: Iterable[str], rules: RuleSet) -> Verdict:
+    """Replay JSONL lines; stop at the first malformed line or violation."""
+    checker = TraceChecker(rules)
+    for text in lines:
+        if checker.feed_line(text) is not None:
+            break
+    return checker.verdict()
 
 
 def check_events(events: Iterable[dict[str, Any]], rules: RuleSet) -> Verdict:
