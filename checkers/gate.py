@@ -155,14 +155,15 @@ def load_explore_config(name: str) -> dict[str, Any]:
         raise GateInputError(f"--config: {err}") from None
 
 
-def explore_stage(config: dict[str, Any]) -> Stage:
-    """Explore every state of the bounded config on one core; every always/step property must hold."""
+def explore_stage(config: dict[str, Any], max_states: int | None = None) -> Stage:
+    """Explore every state of the bounded config on one core (or the first max_states); every always and step
+    property must hold."""
     from kcm.checkers import bfs
     from kcm.reference.bounded import BoundedSystem
 
     stage = Stage("explore")
     model = BoundedSystem(config)
-    summary = bfs.explore(model).to_json(model)
+    summary = bfs.explore(model, max_states).to_json(model)
     name = config.get("name", "config")
     stage.summary = (f"{name}: {summary['distinct_states']:,} states, depth {summary['depth']}, "
                      f"{len(summary['verdicts'])} properties checked")
