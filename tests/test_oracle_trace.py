@@ -155,3 +155,38 @@ def test_malformed_lines_are_reported_not_raised(text, words):
 
 def test_schema_error_accepts_every_legal_event():
     assert all(schema_error(e) == "" for e in LEGAL)
+
+
+def _mutations(ev):
+    """Events near a legal one: each field dropped, or replaced by a value of another kind."""
+    yield ev
+    for k in ev:
+        yield {f: v for f, v in ev.items() if f != k}
+        for bad in (None, -1, 1.5, True, "x", "t-0", [], [1, 1], [{}], {}, "OnlinePartition", "LeaderAndIsr"):
+            yield dict(ev, **{k: bad})
+    yield dict(ev, extra=1)
+    if "partitions" in ev and ev["partitions"]:
+        first = ev["partitions"][0]
+        for k in first:
+            yield dict(ev, partitions=[{f: v for f, v in first.items() if f != k}])
+        yield dict(ev, partitions=[dict(first, extra=1)])
+        yield dict(ev, request="StopReplica")
+
+
+def test_the_fast_schema_check_agrees_with_jsonschema():
+    from pathlib import Path
+
+    import jsonschema
+    from kcm.checkers.oracle_trace import _fast_check, _validator
+
+    traces = Path(__file__).resolve().parent.parent / "specs" / "traces"
+    events = [json.loads(line) for p in sorted(traces.glob("valid_*.jsonl")) for line in p.read_text().splitlines()
+              if line.strip()]
+    kinds = set()
+    for ev in events:
+        assert _fast_check(ev["type"])(ev), ev  # the fast path is what judges every legal sample event
+        kinds.add(ev["type"])
+        for near in _mutations(ev):
+            if _fast_check(ev["type"])(near):  # it may refuse more than the schema, never accept more
+                assert jsonschema.Draft202012Validator.is_valid(_validator(ev["type"]), near), near
+    assert len(kinds) == 10
