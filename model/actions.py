@@ -199,6 +199,48 @@ class ReplicaTransition(NamedTuple):
                 "replicas": [replica_name(tp, b) for tp, b in self.replicas], "target": self.target}
 
 
+# -- extension ops: steps the contract does not fix, for asynchronous delivery, zombies and fast bounces -------
+
+class Deliver(NamedTuple):
+    """The oldest control request in flight to the broker from one controller epoch arrives (delivery "async").
+
+    Each controller has its own connection to a broker, so requests of different controller epochs are not
+    ordered with each other; controller_epoch -1 takes the oldest epoch with a request in flight.
+    """
+
+    broker: int
+    controller_epoch: int = -1
+
+    def to_step(self) -> dict[str, Any]:
+        """This action as a (extension) step."""
+        step: dict[str, Any] = {"op": "deliver", "broker": self.broker}
+        if self.controller_epoch >= 0:
+            step["controller_epoch"] = self.controller_epoch
+        return step
+
+
+class ZombieElect(NamedTuple):
+    """The previous controller finishes an in-flight election for the partition from its stale cache."""
+
+    tp: tuple
+
+    def to_step(self) -> dict[str, Any]:
+        """This action as a (extension) step."""
+        return {"op": "zombie_elect", "partition": tp_name(self.tp)}
+
+
+class BrokerBounce(NamedTuple):
+    """The broker restarts and re-registers before the controller handles its session loss (KIP-380)."""
+
+    broker: int
+
+    def to_step(self) -> dict[str, Any]:
+        """This action as a (extension) step."""
+        return {"op": "broker_bounce", "broker": self.broker}
+
+
+EXTENSION_OPS: dict[str, type] = {"deliver": Deliver, "zombie_elect": ZombieElect, "broker_bounce": BrokerBounce}
+
 CONTRACT_OPS: dict[str, type] = {
     "create_topic": CreateTopic,
     "add_partitions": AddPartitions,
@@ -235,6 +277,12 @@ def from_step(step: dict[str, Any]) -> Any:
         return DeleteTopic(step["topic"])
     if op in ("broker_fail", "broker_start", "controlled_shutdown"):
         return CONTRACT_OPS[op](int(step["broker"]))
+    if op == "deliver":
+        return Deliver(int(step["broker"]), int(step.get("controller_epoch", -1)))
+    if op == "broker_bounce":
+        return BrokerBounce(int(step["broker"]))
+    if op == "zombie_elect":
+        return ZombieElect(parse_tp(step["partition"]))
     if op == "controller_resign":
         return ControllerResign(int(step.get("broker", -1)))
     if op == "reassign":

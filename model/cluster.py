@@ -15,6 +15,7 @@ NO_LEADER = -1
 NO_CONTROLLER = -1
 
 TRUNCATION_VARIANTS = ("high_watermark", "leader_epoch", "kip279", "kip320")
+DELIVERY_MODES = ("sync", "async")
 
 
 class ClusterConfig(NamedTuple):
@@ -27,6 +28,11 @@ class ClusterConfig(NamedTuple):
     truncation: str = "high_watermark"
     first_controller: int = NO_CONTROLLER  # who wins the first election; -1: lowest live id
     variants: tuple[str, ...] = ()  # named bug variants switched on (a reverted fix each)
+    # "sync": every control request reaches its broker within the operation that sends it (the contract);
+    # "async": requests wait in a per-broker queue until a `deliver` step (explorer and extension scenarios).
+    delivery: str = "sync"
+    # Whether a controller that loses /controller keeps its stale context and may still act once (a zombie).
+    zombie_controller: bool = False
 
     def rule_set(self) -> RuleSet:
         """The transition tables this run uses."""
@@ -147,6 +153,11 @@ class Cluster(NamedTuple):
     ctx: ControllerContext
     replicas: FMap  # (topic, partition, broker) -> ReplicaData
     ghost: Ghost = Ghost()
+    # Control requests sent and not yet delivered (delivery "async"): (broker, controller epoch) -> requests in
+    # sending order (one connection per controller and broker).
+    inflight: FMap = EMPTY
+    # The previous controller's context while it has not noticed it lost /controller (zombie_controller).
+    zombie: ControllerContext | None = None
 
 
 def empty_context() -> ControllerContext:

@@ -109,3 +109,15 @@ ERRORS: dict[str, type[KcmError]] = {
         StaleZkVersion,
     )
 }
+
+
+class NoRequestInFlight(KcmError):
+    """A delivery step found no control request waiting for that broker."""
+
+    name = "NoRequestInFlight"
+
+
+class NotController(KcmError):
+    """A step of a (zombie) controller that does not exist."""
+
+    name = "NotController"

@@ -25,6 +25,16 @@ _CTX_SETS = ("live_brokers", "shutting_down", "topics_to_delete", "topics_inelig
 _GHOST_MAPS = ("elected", "acked", "consumed", "pending")
 
 
+def thaw_context(ctx: ControllerContext) -> SimpleNamespace:
+    """A working copy of a controller context."""
+    return _thaw(ctx, _CTX_MAPS, _CTX_SETS)
+
+
+def freeze_context(ns: SimpleNamespace) -> ControllerContext:
+    """The immutable value of a working controller context."""
+    return _freeze(ControllerContext, ns, _CTX_MAPS, _CTX_SETS)
+
+
 def _thaw(rec: Any, maps: tuple[str, ...], sets: tuple[str, ...]) -> SimpleNamespace:
     d = rec._asdict()
     for f in maps:
@@ -52,9 +62,11 @@ class Txn:
         self.base = state
         self.brokers: dict[int, Any] = dict(state.brokers)
         self.zk = _thaw(state.zk, _ZK_MAPS, _ZK_SETS)
-        self.ctx = _thaw(state.ctx, _CTX_MAPS, _CTX_SETS)
+        self.ctx = thaw_context(state.ctx)
         self.replicas: dict[tuple, Any] = dict(state.replicas)
         self.ghost = _thaw(state.ghost, _GHOST_MAPS, ())
+        self.inflight: dict[tuple[int, int], tuple] = dict(state.inflight)
+        self.zombie: ControllerContext | None = state.zombie
         self.requests: list[Request] = []
         self.state_changes: list[StateChange] = []
         self.notes: list[str] = []
@@ -99,6 +111,11 @@ class Txn:
         """Whether the table allows the replica's move to target (controller ops skip the rest)."""
         return self.rules.allows_replica(self.replica_state(tp, broker), target)
 
+    def swap_context(self, other: SimpleNamespace) -> SimpleNamespace:
+        """Make `other` the working controller context and return the one it replaces (zombie steps)."""
+        previous, self.ctx = self.ctx, other
+        return previous
+
     # -- effects -----------------------------------------------------------------------------
 
     def note(self, text: str) -> None:
@@ -110,8 +127,10 @@ class Txn:
         state = Cluster(
             brokers=freeze(self.brokers),
             zk=_freeze(Zk, self.zk, _ZK_MAPS, _ZK_SETS),
-            ctx=_freeze(ControllerContext, self.ctx, _CTX_MAPS, _CTX_SETS),
+            ctx=freeze_context(self.ctx),
             replicas=freeze(self.replicas),
             ghost=_freeze(Ghost, self.ghost, _GHOST_MAPS, ()),
+            inflight=freeze({b: q for b, q in self.inflight.items() if q}),
+            zombie=self.zombie,
         )
         return state, Effects(tuple(self.requests), tuple(self.state_changes), tuple(self.notes), self.result)

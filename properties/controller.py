@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kcm.model.actions import Reassign
+from kcm.model.actions import Deliver, Reassign
 from kcm.model.cluster import NO_LEADER, Cluster, Reassignment
 from kcm.model.effects import Effects, LeaderAndIsrRequest
 from kcm.model.fmap import get
@@ -160,6 +160,78 @@ def deleted_topics_leave_nothing(model: Any, state: Cluster) -> bool:
         key[0] in live for key, _ in state.ctx.replica_states)
 
 
+def zk_writes_fenced(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
+    """Only the controller of the newest epoch elects: a znode whose leader epoch changes carries that epoch."""
+    old = dict(before.zk.partitions)
+    for tp, lai in after.zk.partitions:
+        prev = old.get(tp)
+        if prev is not None and prev.leader_epoch == lai.leader_epoch:
+            continue  # unchanged, or a leader's own ISR update (it keeps the writer's controller epoch)
+        if lai.controller_epoch != after.zk.controller_epoch:
+            return False
+    return True
+
+
+def controller_cache_matches_zk(model: Any, state: Cluster) -> bool:
+    """The active controller's cached leader and ISR of every partition are what ZooKeeper holds."""
+    if state.ctx.controller_id < 0:
+        return True
+    zk = dict(state.zk.partitions)
+    return all(zk.get(tp) == lai for tp, lai in state.ctx.leadership)
+
+
+def liveness_view(model: Any, state: Cluster) -> bool:
+    """Every live broker in a partition's ISR acts on the znode's leader and leader epoch.
+
+    This is what the controller's view of liveness is for: it sends each live replica what ZooKeeper says.
+    Brokers with control requests still in flight (delivery "async") are judged once those arrive.
+    """
+    brokers = dict(state.brokers)
+    local = dict(state.replicas)
+    waiting = {b for (b, _e), q in state.inflight if q}
+    for tp, lai in state.zk.partitions:
+        if lai.leader == NO_LEADER:
+            continue
+        for b in lai.isr:
+            s = brokers.get(b)
+            if s is None or not s.alive or s.shutting_down or b in waiting:
+                continue
+            data = local.get((tp[0], tp[1], b))
+            if data is None or (data.leader, data.leader_epoch) != (lai.leader, lai.leader_epoch):
+                return False
+    return True
+
+
+def reassignment_ends_complete(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
+    """A reassignment leaves /admin/reassign_partitions only when AR is its target (or the topic is gone)."""
+    still = dict(after.zk.reassign_partitions)
+    ar = dict(after.zk.assignments)
+    return all(tp in still or tp not in ar or ar[tp] == target for tp, target in before.zk.reassign_partitions)
+
+
+def reassignments_tracked(model: Any, state: Cluster) -> bool:
+    """With a controller active, /admin/reassign_partitions holds exactly the reassignments it is carrying out."""
+    if state.ctx.controller_id < 0:
+        return True
+    existing = dict(state.zk.assignments)
+    pending = {tp for tp, _ in state.zk.reassign_partitions if tp in existing}
+    return pending == {tp for tp, _ in state.ctx.reassignments}
+
+
+def deletion_progresses(model: Any, state: Cluster) -> bool:
+    """With a controller active, a topic stays queued for deletion only while a replica's broker is down
+    (or one of its partitions is being reassigned): otherwise its deletion has finished."""
+    if state.ctx.controller_id < 0:
+        return True
+    live = {b for b, s in state.brokers if s.alive}
+    moving = {tp[0] for tp, _ in state.ctx.reassignments}
+    for topic in state.ctx.topics_to_delete:
+        ar = [r for tp, r in state.ctx.assignments if tp[0] == topic]
+        if topic not in moving and all(b in live for r in ar for b in r):
+            return False
+    return True
+
+
 # -- reachability: a model that never reaches these is broken ---------------------------------
 
 def some_leader_moved(model: Any, state: Cluster) -> bool:
@@ -189,6 +261,15 @@ def some_topic_deletion_completes(model: Any, before: Cluster, action: Any, afte
     return any(t not in after.ctx.topics_to_delete and t not in remaining for t in before.ctx.topics_to_delete)
 
 
+def some_stale_request_refused(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
+    """Some broker receives a request of an older controller epoch than it has accepted (and refuses it)."""
+    if not isinstance(action, Deliver):
+        return False
+    brokers = dict(before.brokers)
+    return any(r.broker in brokers and r.controller_epoch < brokers[r.broker].controller_epoch
+               for r in effects.requests)
+
+
 PROPERTIES: list[Property] = [
     named("LeaderInIsrInAr", ALWAYS, leader_in_isr_in_ar),
     named("ElectedLeaderRecorded", ALWAYS, elected_leaders_are_recorded),
@@ -203,11 +284,18 @@ PROPERTIES: list[Property] = [
     named("ValidTransition", STEP, moves_follow_the_table),
     named("DeletionStatesOnlyWhileDeleting", ALWAYS, deletion_states_only_while_deleting),
     named("DeletedTopicsLeaveNothing", ALWAYS, deleted_topics_leave_nothing),
+    named("ZkEpochFencing", STEP, zk_writes_fenced),
+    named("ControllerCacheMatchesZk", ALWAYS, controller_cache_matches_zk),
+    named("LivenessView", ALWAYS, liveness_view),
+    named("ReassignmentEndsComplete", STEP, reassignment_ends_complete),
+    named("ReassignmentsTracked", ALWAYS, reassignments_tracked),
+    named("DeletionProgress", ALWAYS, deletion_progresses),
     named("SomeLeaderMoved", SOMETIMES, some_leader_moved),
     named("SomePartitionOffline", SOMETIMES, some_partition_offline),
     named("SomeControllerFailover", SOMETIMES, some_controller_failover),
     named("SomeReassignmentCompletes", SOMETIMES_STEP, some_reassignment_completes),
     named("SomeTopicDeletionCompletes", SOMETIMES_STEP, some_topic_deletion_completes),
+    named("SomeStaleRequestRefused", SOMETIMES_STEP, some_stale_request_refused),
 ]
 
 

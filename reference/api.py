@@ -15,7 +15,7 @@ from kcm.model.cluster import Cluster, ClusterConfig, initial_cluster
 from kcm.model.effects import Effects
 from kcm.model.errors import KcmError
 from kcm.model.txn import Txn
-from kcm.reference import brokers, controller, direct, preferred, reassignment, requests, topics
+from kcm.reference import brokers, controller, direct, preferred, reassignment, requests, topics, zombie
 
 Handler = Callable[[Txn, Any], None]
 
@@ -52,6 +52,9 @@ HANDLERS: dict[type, Handler] = {
     A.Consume: _dataplane("consume"),
     A.PartitionTransition: direct.partition_transition,
     A.ReplicaTransition: direct.replica_transition,
+    A.Deliver: requests.deliver_next,
+    A.ZombieElect: zombie.zombie_elect,
+    A.BrokerBounce: brokers.broker_bounce,
 }
 
 

@@ -13,21 +13,23 @@ from pathlib import Path
 from typing import Any
 
 from kcm.model import actions as A
-from kcm.model.cluster import Cluster, ClusterConfig
+from kcm.model.canonical import relative_zk_versions
+from kcm.model.cluster import DELIVERY_MODES, Cluster, ClusterConfig
 from kcm.model.effects import Effects
 from kcm.model.errors import KcmError
 from kcm.model.fingerprint import fingerprint
 from kcm.model.interface import Property
+from kcm.model.variants import SWITCHES, known_switch
 from kcm.properties import controller as controller_properties
 from kcm.properties import dataplane as dataplane_properties
 from kcm.reference import api
 
 FAMILIES = ("broker_failure", "controlled_shutdown", "controller_failover", "reassignment", "preferred",
-            "data_plane", "deletion")
+            "data_plane", "acks_one", "deletion", "topic_creation", "zombie_controller", "fast_bounce")
 _KEYS = {"name", "description", "brokers", "rules", "truncation", "unclean_leader_election", "min_insync_replicas",
-         "topics", "families", "bounds", "properties"}
+         "topics", "late_topics", "families", "bounds", "properties", "variants", "delivery"}
 _BOUNDS = {"max_failures": 1, "max_restarts": 1, "max_controller_epoch": 2, "max_leader_epoch": 3, "max_records": 1,
-           "reassign_targets": []}
+           "reassign_targets": [], "max_inflight": 6}
 
 
 class BadConfig(ValueError):
@@ -64,13 +66,18 @@ def validate_config(cfg: Any) -> None:
     brokers = cfg.get("brokers")
     if not isinstance(brokers, list) or not brokers or not all(isinstance(b, int) and b >= 0 for b in brokers):
         raise BadConfig("brokers: a non-empty list of broker ids")
+    for name in cfg.get("variants", []):
+        if not known_switch(name):
+            raise BadConfig(f"variants: unknown variant {name!r}; switches: {', '.join(SWITCHES)}")
+    if cfg.get("delivery", "sync") not in DELIVERY_MODES:
+        raise BadConfig(f"delivery: one of {', '.join(DELIVERY_MODES)}")
     for fam in cfg.get("families", []):
         if fam not in FAMILIES:
             raise BadConfig(f"families: unknown family {fam!r}; known: {', '.join(FAMILIES)}")
     for key in cfg.get("bounds", {}):
         if key not in _BOUNDS:
             raise BadConfig(f"bounds: unknown bound {key!r}; known: {', '.join(_BOUNDS)}")
-    for topic, assignment in cfg.get("topics", {}).items():
+    for topic, assignment in list(cfg.get("topics", {}).items()) + list(cfg.get("late_topics", {}).items()):
         for part, replicas in assignment.items():
             if not part.isdigit() or not all(b in brokers for b in replicas):
                 raise BadConfig(f"topics.{topic}.{part}: replicas must be brokers of the config")
@@ -95,21 +102,34 @@ class BoundedSystem:
             brokers=tuple(cfg["brokers"]), rules=cfg.get("rules", "seeds"),
             unclean_leader_election=cfg.get("unclean_leader_election", False),
             min_insync_replicas=cfg.get("min_insync_replicas", 1),
-            truncation=cfg.get("truncation", "high_watermark"))
+            truncation=cfg.get("truncation", "high_watermark"),
+            variants=tuple(cfg.get("variants", ())), delivery=cfg.get("delivery", "sync"),
+            zombie_controller="zombie_controller" in cfg.get("families", ()))
         self.families = set(cfg.get("families", []))
+        # Only a leader's own ISR writes add zkVersions without a new leader epoch (see kcm.model.canonical).
+        self._leader_isr_writes = "data_plane" in self.families
         self.bounds = dict(_BOUNDS, **cfg.get("bounds", {}))
         self.topic_steps = [A.CreateTopic(t, tuple(sorted((int(p), tuple(r)) for p, r in a.items())))
                             for t, a in sorted(cfg.get("topics", {}).items())]
+        # Topics the `topic_creation` family creates during the run (their replicas' brokers may be down).
+        self.late_steps = [A.CreateTopic(t, tuple(sorted((int(p), tuple(r)) for p, r in a.items())))
+                           for t, a in sorted(cfg.get("late_topics", {}).items())]
         self.tps = [(c.topic, p) for c in self.topic_steps for p, _ in c.assignment]
         wanted = set(cfg.get("properties", []))
         self._properties = [p for p in all_properties() if not wanted or p.name in wanted]
         self._targets = [tuple(x) for x in self.bounds["reassign_targets"]]
+        self.settle_steps: list[Any] = []  # deliveries that settle the initial state (delivery "async")
 
     def init_states(self) -> list[Cluster]:
         """The first election, then the configured topics created."""
         state, _ = api.start(self.config)
         for action in self.topic_steps:
             state, _ = api.step(self.config, state, action)
+        self.settle_steps = []
+        while state.inflight:  # delivery "async": the set-up's requests all arrive before exploring starts
+            (broker, epoch), _queue = state.inflight[0]
+            self.settle_steps.append(A.Deliver(broker, epoch))
+            state, _ = api.step(self.config, state, self.settle_steps[-1])
         return [state]
 
     def actions(self, state: Cluster) -> list[Any]:
@@ -126,6 +146,15 @@ class BoundedSystem:
             out += [A.ControlledShutdown(b) for b, s in brokers.items() if s.alive and not s.shutting_down]
         if "controller_failover" in fam and state.zk.controller_epoch < self.bounds["max_controller_epoch"]:
             out.append(A.ControllerResign())
+        if "zombie_controller" in fam:
+            if state.zk.controller_epoch < self.bounds["max_controller_epoch"]:
+                # another broker wins the election while the old controller is still busy
+                out += [A.ControllerResign(b) for b, s in brokers.items() if s.alive and b != state.zk.controller]
+            if state.zombie is not None:
+                out += [A.ZombieElect(tp) for tp in self.tps]
+        if "fast_bounce" in fam:
+            out += [A.BrokerBounce(b) for b, s in brokers.items() if s.alive and b != state.zk.controller]
+        out += [A.Deliver(b, e) for (b, e), queue in state.inflight if queue]
         if "preferred" in fam:
             out.append(A.PreferredElection())
         assignments = dict(state.zk.assignments)
@@ -133,14 +162,25 @@ class BoundedSystem:
             if tp not in assignments:
                 continue
             if "reassignment" in fam and not any(k == tp for k, _ in state.ctx.reassignments):
-                out += [A.Reassign(tp, t) for t in self._targets if t != assignments[tp]]
+                # A target equal to AR is a no-op for a correct controller (it clears the request).
+                out += [A.Reassign(tp, t) for t in self._targets]
             if "data_plane" in fam:
-                out += [A.Produce(tp), A.Replicate(tp)]
+                out.append(A.Produce(tp))
+                if self.config.delivery == "async":
+                    # each follower fetches from the leader it last heard of, on its own schedule
+                    out += [A.Replicate(tp, b) for b, s in brokers.items() if s.alive]
+                else:
+                    out.append(A.Replicate(tp))
+                if "acks_one" in fam:  # acks=1: the leader acknowledges alone
+                    out.append(A.Produce(tp, 1, "1"))
                 lai = dict(state.zk.partitions).get(tp)
                 if lai is not None:
                     out += [A.IsrShrink(tp, b) for b in lai.isr if b != lai.leader]
         if "deletion" in fam:
-            out += [A.DeleteTopic(t.topic) for t in self.topic_steps if any(k[0] == t.topic for k in assignments)]
+            out += [A.DeleteTopic(t.topic) for t in self.topic_steps + self.late_steps
+                    if any(k[0] == t.topic for k in assignments)]
+        if "topic_creation" in fam:
+            out += [c for c in self.late_steps if not any(k[0] == c.topic for k in assignments)]
         return out
 
     def step(self, state: Cluster, action: Any) -> tuple[Cluster, Effects]:
@@ -165,22 +205,31 @@ class BoundedSystem:
             return False
         if state.zk.controller_epoch > self.bounds["max_controller_epoch"]:
             return False
+        if sum(len(q) for _, q in state.inflight) > self.bounds["max_inflight"]:
+            return False
         if any(lai.leader_epoch > self.bounds["max_leader_epoch"] for _, lai in state.zk.partitions):
             return False
         return all(len(r.log) <= self.bounds["max_records"] for _, r in state.replicas)
 
     def fingerprint(self, state: Cluster) -> int:
-        """The stable 64-bit fingerprint."""
-        return fingerprint(state)
+        """The stable 64-bit fingerprint (of the canonical form when leaders update ISRs themselves)."""
+        return fingerprint(relative_zk_versions(state) if self._leader_isr_writes else state)
 
     def scenario(self, actions: list[Any]) -> dict[str, Any]:
         """A `kcm run` scenario that replays a trace of this system from its initial state."""
         c = self.config
+        config: dict[str, Any] = {"brokers": list(c.brokers), "rules": c.rules, "truncation": c.truncation,
+                                  "unclean_leader_election": c.unclean_leader_election,
+                                  "min_insync_replicas": c.min_insync_replicas}
+        if c.variants:
+            config["variants"] = list(c.variants)
+        if c.delivery != "sync":
+            config["delivery"] = c.delivery
+        if c.zombie_controller:
+            config["zombie_controller"] = True
         return {"name": f"counterexample in config {self.cfg.get('name', '?')}",
-                "config": {"brokers": list(c.brokers), "rules": c.rules, "truncation": c.truncation,
-                           "unclean_leader_election": c.unclean_leader_election,
-                           "min_insync_replicas": c.min_insync_replicas},
-                "steps": [a.to_step() for a in self.topic_steps + list(actions)]}
+                "config": config,
+                "steps": [a.to_step() for a in self.topic_steps + self.settle_steps + list(actions)]}
 
 
 __all__ = ["BadConfig", "BoundedSystem", "FAMILIES", "load_config"]

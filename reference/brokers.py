@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kcm.model.actions import BrokerFail, BrokerStart, ControlledShutdown
+from kcm.model.actions import BrokerBounce, BrokerFail, BrokerStart, ControlledShutdown
 from kcm.model.cluster import NO_LEADER
 from kcm.model.errors import BrokerNotAvailable
 from kcm.model.states import PartitionState as P
@@ -27,17 +27,55 @@ def broker_start(t: Txn, a: BrokerStart) -> None:
     if state.alive:
         raise BrokerNotAvailable(f"broker {a.broker} is already live")
     t.brokers[a.broker] = state._replace(alive=True, shutting_down=False, incarnation=state.incarnation + 1)
-    # A restarted broker has lost its in-memory partition state; its logs and checkpointed HW remain.
-    for key, data in list(t.replicas.items()):
-        if key[2] == a.broker:
-            t.replicas[key] = data._replace(leader=NO_LEADER, leader_epoch=-1)
-    hooks.call("on_broker_restart", t, a.broker)
+    _restart_locally(t, a.broker)
     t.zk.brokers.add(a.broker)
     if not has_controller(t):
         elect_controller(t)
         return
     t.ctx.live_brokers.add(a.broker)
     t.ctx.shutting_down.discard(a.broker)
+    on_broker_startup(t, {a.broker})
+
+
+def _restart_locally(t: Txn, broker: int) -> None:
+    """A restarted broker has lost its in-memory partition state; its logs and checkpointed HW remain."""
+    for key, data in list(t.replicas.items()):
+        if key[2] == broker:
+            t.replicas[key] = data._replace(leader=NO_LEADER, leader_epoch=-1)
+    hooks.call("on_broker_restart", t, broker)
+
+
+def broker_bounce(t: Txn, a: BrokerBounce) -> None:
+    """The broker restarts and re-registers before the controller reads /brokers/ids (a fast bounce).
+
+    Since KIP-380 (KAFKA-1120's fix, 2.2.0) the controller compares broker epochs (the znode's czxid), sees
+    the bounce and runs onBrokerFailure then onBrokerStartup for it. Variant KAFKA-1120: it sees the same id
+    set, does nothing, and the restarted broker never learns its partitions.
+    """
+    _registered(t, a.broker)
+    state = t.brokers[a.broker]
+    if not state.alive:
+        raise BrokerNotAvailable(f"broker {a.broker} is not live")
+    if t.zk.controller == a.broker:
+        raise BrokerNotAvailable(f"broker {a.broker} is the controller: its restart is a controller failover "
+                                 "(broker_fail, then broker_start)")
+    requests.drop_inflight(t, a.broker)
+    hooks.call("on_broker_crash", t, a.broker)
+    restarted = state._replace(shutting_down=False, incarnation=state.incarnation + 1)
+    if has_controller(t) and not t.config.has("KAFKA-1120"):
+        # The controller handles the old incarnation's failure first; nothing it sends reaches the old one.
+        t.brokers[a.broker] = restarted._replace(alive=False)
+        t.ctx.live_brokers.discard(a.broker)
+        t.ctx.shutting_down.discard(a.broker)
+        on_broker_failure(t, {a.broker})
+    t.brokers[a.broker] = restarted
+    _restart_locally(t, a.broker)
+    if not has_controller(t):
+        return
+    if t.config.has("KAFKA-1120"):
+        t.note(f"broker {a.broker} re-registered before the controller looked: same broker ids, nothing done")
+        return
+    t.ctx.live_brokers.add(a.broker)
     on_broker_startup(t, {a.broker})
 
 
@@ -66,6 +104,9 @@ def broker_fail(t: Txn, a: BrokerFail) -> None:
     if not state.alive:
         raise BrokerNotAvailable(f"broker {a.broker} is not live")
     t.brokers[a.broker] = state._replace(alive=False, shutting_down=False)
+    requests.drop_inflight(t, a.broker)
+    if t.zombie is not None and t.zombie.controller_id == a.broker:
+        t.zombie = None  # a dead process cannot act
     hooks.call("on_broker_crash", t, a.broker)
     t.zk.brokers.discard(a.broker)
     if t.zk.controller == a.broker:

@@ -8,7 +8,7 @@ from kcm.model.errors import BrokerNotAvailable
 from kcm.model.fmap import get
 from kcm.model.states import PartitionState as P
 from kcm.model.states import ReplicaState as R
-from kcm.model.txn import Txn
+from kcm.model.txn import Txn, freeze_context
 from kcm.reference import requests
 from kcm.reference.partition_machine import trigger_online_partition_state_change
 from kcm.reference.replica_machine import handle_replica_changes
@@ -55,6 +55,8 @@ def on_controller_failover(t: Txn) -> None:
     # ZooKeeper keeps the target, AR = RAR + (OAR - RAR) and (KIP-455) OAR; without a recorded OAR the AR is taken.
     c.reassignments = {tp: Reassignment(tuple(get(t.zk.reassign_original, tp, c.assignments[tp])), tuple(target))
                        for tp, target in t.zk.reassign_partitions.items() if tp in c.assignments}
+    if t.config.has("KAFKA-4214"):
+        _drop_reassignments_with_dead_targets(t)
     replica_state_machine_startup(t)
     partition_state_machine_startup(t)
     from kcm.reference.reassignment import on_partition_reassignment
@@ -69,12 +71,28 @@ def on_controller_failover(t: Txn) -> None:
     requests.flush(t)
 
 
+def _drop_reassignments_with_dead_targets(t: Txn) -> None:
+    """Variant KAFKA-4214 (before 0.10.1.0): a resumed reassignment whose new replicas are not all live fails.
+
+    The controller removes it from /admin/reassign_partitions instead of waiting for the new replicas to
+    join the ISR, so AR stays OAR + RAR and the reassignment never completes.
+    """
+    c = t.ctx
+    for tp, r in sorted(c.reassignments.items()):
+        if not all(b in c.live_brokers for b in r.target):
+            t.note(f"{tp[0]}-{tp[1]}: new replicas {list(r.target)} are not all live; reassignment abandoned")
+            del c.reassignments[tp]
+            t.zk.reassign_partitions.pop(tp, None)
+            t.zk.reassign_original = tuple(kv for kv in t.zk.reassign_original if kv[0] != tp)
+
+
 def replica_state_machine_startup(t: Txn) -> None:
     """Replicas on live brokers -> OnlineReplica; those on dead brokers -> OfflineReplica.
 
     Kafka >= 2.3 (KAFKA-8152) initializes dead replicas as ReplicaDeletionIneligible and moves them
     to OfflineReplica, which takes them out of the ISR. Under rules without deletion states
-    (kafka-0.8) they are initialized OfflineReplica directly.
+    (kafka-0.8) they are initialized OfflineReplica directly. Variant KAFKA-8152 (before 2.3.0) leaves them
+    ReplicaDeletionIneligible: never taken offline nor out of the ISR.
     """
     c = t.ctx
     online, offline = [], []
@@ -87,7 +105,7 @@ def replica_state_machine_startup(t: Txn) -> None:
     for tp, b in offline:
         c.replica_states[(tp[0], tp[1], b)] = initial_offline
     handle_replica_changes(t, online, R.ONLINE)
-    if initial_offline != R.OFFLINE:
+    if initial_offline != R.OFFLINE and not t.config.has("KAFKA-8152"):
         handle_replica_changes(t, offline, R.OFFLINE)
 
 
@@ -112,4 +130,8 @@ def controller_resign(t: Txn, a: ControllerResign) -> None:
         raise BrokerNotAvailable(f"broker {a.broker} is not live and cannot win the election")
     if not any(s.alive for s in t.brokers.values()):
         raise BrokerNotAvailable("no live broker to elect as controller")
+    old = t.ctx.controller_id
+    # The old controller may still be finishing an event with its stale context when another broker wins.
+    zombie = freeze_context(t.ctx) if t.config.zombie_controller and old >= 0 and t.brokers[old].alive else None
     elect_controller(t, a.broker)
+    t.zombie = zombie if zombie is not None and t.ctx.controller_id != old else None

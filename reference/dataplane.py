@@ -132,8 +132,30 @@ def followers(t: Txn, tp: tuple, leader: int) -> list[int]:
                   if (topic, part) == tp and b != leader and d.leader == leader and _alive(t, b))
 
 
+def believed_leader(t: Txn, tp: tuple, follower: int) -> int:
+    """The broker the follower fetches from: the leader of its last LeaderAndIsr, if that broker acts as leader.
+
+    Under delivery "async" this may be a leader the controller has already replaced (it has not heard yet);
+    a fetch carries no leader epoch before KIP-320, so such a leader serves it.
+    """
+    _known(t, tp)
+    data = t.replicas.get(_key(tp, follower))
+    if not _alive(t, follower):
+        raise BrokerNotAvailable(f"broker {follower} is not live")
+    leader = NO_LEADER if data is None else data.leader
+    if leader in (NO_LEADER, follower):
+        raise NotLeaderOrFollower(f"broker {follower} follows no leader of {tp_name(tp)}")
+    ldata = t.replicas.get(_key(tp, leader))
+    if not _alive(t, leader) or ldata is None or ldata.leader != leader:
+        raise NotLeaderOrFollower(f"broker {leader} is not acting as leader of {tp_name(tp)}")
+    return leader
+
+
 def replicate(t: Txn, a: Replicate) -> None:
     """One fetch by the named follower, or by every live follower in broker order (see the module docstring)."""
+    if a.broker >= 0 and t.config.delivery == "async":
+        fetch(t, a.tp, believed_leader(t, a.tp, a.broker), a.broker)
+        return
     leader = acting_leader(t, a.tp)
     if a.broker >= 0:
         if not _alive(t, a.broker):

@@ -41,6 +41,12 @@ def _move(t: Txn, tp: tuple, b: int, target: str) -> None:
         elif lai is not None:
             requests.add_leader_and_isr(t, (b,), tp)
     elif target == R.OFFLINE:
+        if lai is None and t.config.has("KAFKA-2937"):
+            # Variant KAFKA-2937 (before 0.10.0.0): taking a replica out of the ISR fails when the partition has
+            # no leader and ISR znode, even for a topic being deleted; Kafka logs it and leaves the replica.
+            t.note(f"state change of replica {b} of {tp[0]}-{tp[1]} to OfflineReplica failed: "
+                   "the leader and ISR path in ZooKeeper is empty")
+            return
         t.set_replica_state(tp, b, target)
         requests.add_stop_replica(t, b, tp, delete=False)
         if lai is not None:

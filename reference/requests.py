@@ -1,16 +1,21 @@
 """ControllerBrokerRequestBatch and the broker side of the control requests.
 
 Kafka's controller collects LeaderAndIsr, UpdateMetadata and StopReplica requests in a batch per state
-machine call and sends them per broker in that order. Delivery is synchronous here and happens in one
-function, `deliver`, so an explorer can later turn delivery into a separate action.
+machine call and sends them per broker in that order. Under the contract (delivery "sync") each request
+reaches its broker within the operation that sends it. Under delivery "async" a sent request waits in the
+broker's queue (`Cluster.inflight`, one FIFO per broker like Kafka's RequestSendThread) until a `deliver`
+step, so brokers can act on old information and requests of a controller that has since lost its epoch can
+still arrive. The controller's own bookkeeping does not wait for responses in either mode.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from kcm.model.actions import Deliver
 from kcm.model.cluster import NO_LEADER, ReplicaData
 from kcm.model.effects import LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest
+from kcm.model.errors import NoRequestInFlight
 from kcm.model.names import tp_name
 from kcm.model.txn import Txn
 
@@ -72,11 +77,48 @@ def flush(t: Txn) -> None:
     t.request_batch = RequestBatch()  # type: ignore[attr-defined]
     epoch = t.ctx.epoch
     for broker, tp, lai, ar in b.leader_and_isr.values():
-        deliver(t, LeaderAndIsrRequest(broker, tp, lai.leader, lai.leader_epoch, lai.isr, ar, epoch, lai.zk_version))
+        send(t, LeaderAndIsrRequest(broker, tp, lai.leader, lai.leader_epoch, lai.isr, ar, epoch, lai.zk_version))
     for broker, tps in sorted(b.update_metadata.items()):
-        deliver(t, UpdateMetadataRequest(broker, tuple(sorted(tps)), epoch))
+        send(t, UpdateMetadataRequest(broker, tuple(sorted(tps)), epoch))
     for broker, tp, delete in b.stop_replica:
-        deliver(t, StopReplicaRequest(broker, tp, delete, epoch))
+        send(t, StopReplicaRequest(broker, tp, delete, epoch))
+
+
+def send(t: Txn, req: Any) -> None:
+    """Send one request: delivered at once (delivery "sync") or queued for its broker (delivery "async")."""
+    if t.config.delivery != "async":
+        deliver(t, req)
+        return
+    state = t.brokers.get(req.broker)
+    if state is None or not state.alive:
+        return  # no connection to a dead broker: dropped, as under "sync"
+    t.requests.append(req)
+    key = (req.broker, req.controller_epoch)
+    queue = t.inflight.get(key, ())
+    if isinstance(req, UpdateMetadataRequest) and queue:
+        # The model keeps no metadata cache: an UpdateMetadata only raises the broker's controller epoch, which
+        # the request already queued ahead of it on this connection does first. Not queueing it keeps the
+        # explored space small without losing a behaviour.
+        return
+    t.inflight[key] = queue + (req,)
+
+
+def deliver_next(t: Txn, a: Deliver) -> None:
+    """The `deliver` step: the oldest request in flight to the broker (from one epoch) is applied or refused."""
+    epochs = sorted(e for b, e in t.inflight if b == a.broker and t.inflight[(b, e)])
+    epoch = a.controller_epoch if a.controller_epoch >= 0 else (epochs[0] if epochs else -1)
+    queue = t.inflight.get((a.broker, epoch), ())
+    if not queue:
+        raise NoRequestInFlight(f"no control request of controller epoch {epoch} is in flight to broker {a.broker}"
+                                if a.controller_epoch >= 0 else f"no control request is in flight to broker {a.broker}")
+    t.inflight[(a.broker, epoch)] = queue[1:]
+    t.result = deliver(t, queue[0])
+
+
+def drop_inflight(t: Txn, broker: int) -> None:
+    """The broker's connections are gone (it died or restarted): requests queued for it are lost."""
+    for key in [k for k in t.inflight if k[0] == broker]:
+        del t.inflight[key]
 
 
 def deliver(t: Txn, req: Any) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from importlib import resources
+from types import SimpleNamespace
 from typing import Any
 
 import jsonschema
@@ -17,8 +18,11 @@ from kcm.model.actions import from_step
 from kcm.model.cluster import NO_CONTROLLER, ClusterConfig
 from kcm.model.errors import KcmError
 from kcm.model.fingerprint import fingerprint
+from kcm.model.interface import SOMETIMES_STEP, STEP
 from kcm.model.names import parse_replica, parse_tp
+from kcm.model.variants import SWITCHES, known_switch
 from kcm.reference import api
+from kcm.reference.bounded import all_properties
 from kcm.reference.result import result_document
 
 
@@ -92,6 +96,9 @@ def validate(doc: Any) -> None:
 
 def _check_meaning(doc: dict[str, Any]) -> None:
     brokers = set(doc["config"]["brokers"])
+    for j, name in enumerate(doc["config"].get("variants", [])):
+        if not known_switch(name):
+            raise InvalidScenario(f"$.config.variants[{j}]: unknown variant {name!r}; known: {', '.join(SWITCHES)}")
     controller = doc["config"].get("controller")
     if controller is not None and controller not in brokers:
         raise InvalidScenario(f"$.config.controller: broker {controller} is not in config.brokers")
@@ -128,6 +135,12 @@ def _check_meaning(doc: dict[str, Any]) -> None:
                 raise InvalidScenario(f"{where}.replicas[{j}]: partition of {name} is not created by any step")
             if b not in brokers:
                 raise InvalidScenario(f"{where}.replicas[{j}]: broker {b} of {name} is not in config.brokers")
+    wanted = doc.get("expect_violation")
+    if wanted is not None:
+        if wanted["property"] not in {p.name for p in all_properties()}:
+            raise InvalidScenario(f"$.expect_violation.property: unknown property {wanted['property']!r}")
+        if wanted["step"] >= len(doc["steps"]):
+            raise InvalidScenario(f"$.expect_violation.step: there is no step {wanted['step']}")
     for i, step in enumerate(doc["steps"]):
         if step["op"] == "delete_topic" and step["topic"] not in topics:
             raise InvalidScenario(f"$.steps[{i}].topic: topic {step['topic']} is not created by any step")
@@ -143,6 +156,9 @@ def cluster_config(doc: dict[str, Any]) -> ClusterConfig:
         min_insync_replicas=c.get("min_insync_replicas", 1),
         truncation=c.get("truncation", "high_watermark"),
         first_controller=c.get("controller", NO_CONTROLLER),
+        variants=tuple(c.get("variants", ())),
+        delivery=c.get("delivery", "sync"),
+        zombie_controller=c.get("zombie_controller", False),
     )
 
 
@@ -152,11 +168,13 @@ def run(doc: dict[str, Any], trace: bool = False) -> RunOutcome:
     state, _ = api.start(config)
     log: list[dict[str, Any]] = []
     mismatches: list[str] = []
+    watch = _Watch(doc.get("expect_violation"), config)
     for i, step in enumerate(doc["steps"]):
         action = from_step(step)
         entry: dict[str, Any] = {"step": i, "op": step["op"]}
         wanted = step.get("expect_error")
         before = fingerprint(state)
+        previous = state
         try:
             state, effects = api.step(config, state, action)
         except KcmError as err:
@@ -168,6 +186,7 @@ def run(doc: dict[str, Any], trace: bool = False) -> RunOutcome:
             elif fingerprint(state) != before:
                 mismatches.append(f"steps[{i}]: the refused step changed the state")
         else:
+            watch.after_step(i, previous, action, state, effects)
             entry.update(effects.to_json())
             if wanted is not None:
                 mismatches.append(f"steps[{i}].expect_error: expected {wanted}, but the step was accepted")
@@ -182,7 +201,37 @@ def run(doc: dict[str, Any], trace: bool = False) -> RunOutcome:
         result["log"] = log
     if "expect" in doc:
         mismatches += match(doc["expect"], result, "expect")
+    mismatches += watch.mismatches()
     return RunOutcome(result, mismatches)
+
+
+class _Watch:
+    """The `expect_violation` extension: where the named property is first violated along the run."""
+
+    def __init__(self, wanted: dict[str, Any] | None, config: ClusterConfig) -> None:
+        self.wanted = wanted
+        self.model = SimpleNamespace(config=config)
+        self.prop = next(p for p in all_properties() if p.name == wanted["property"]) if wanted else None
+        self.first: int | None = None
+
+    def after_step(self, i: int, before: Any, action: Any, after: Any, effects: Any) -> None:
+        """Judge the property on one accepted step."""
+        if self.prop is None or self.first is not None:
+            return
+        if self.prop.expectation in (STEP, SOMETIMES_STEP):
+            ok = self.prop.condition(self.model, before, action, after, effects)
+        else:
+            ok = self.prop.condition(self.model, after)
+        if not ok:
+            self.first = i
+
+    def mismatches(self) -> list[str]:
+        """What did not go as `expect_violation` says."""
+        if self.wanted is None or self.first == self.wanted["step"]:
+            return []
+        got = "never violated" if self.first is None else f"first violated after step {self.first}"
+        return [f"expect_violation: {self.wanted['property']} should be first violated after step "
+                f"{self.wanted['step']}, but it was {got}"]
 
 
 def match(expected: Any, actual: Any, where: str) -> list[str]:
