@@ -351,10 +351,29 @@ class Replay:
         new_leader = ev["leader"] != NO_LEADER and (prev is None or prev["leader"] != ev["leader"])
         if new_leader and self._down(ev["leader"]):
             return f"leader election: new leader {ev['leader']} of {key} is down"
+        broken = self._selector_rules(ev, prev) if new_leader and prev is not None else ""
+        if broken:
+            return broken
         self.zk[key] = {f: ev[f] for f in ("leader", "leader_epoch", "isr", "zk_version", "replicas") if f in ev}
         if "replicas" not in ev and prev is not None and "replicas" in prev:
             self.zk[key]["replicas"] = prev["replicas"]
         self._record_leader(ev)
+        return ""
+
+    def _selector_rules(self, ev: dict[str, Any], prev: dict[str, Any]) -> str:
+        """The leader selectors' choice: every clean election (offline, reassignment, preferred, controlled
+        shutdown) picks a member of the ISR it found; only an election the trace marks unclean may pick another
+        replica, and only when no ISR member is known live. A preferred election picks the first replica of AR."""
+        election, leader, key = ev.get("election"), ev["leader"], ev["partition"]
+        if election != "unclean" and leader not in prev["isr"]:
+            return (f"leader selector: {key} elected {leader}, not in the ISR {_sorted(prev['isr'])} it had "
+                    f"(only an election marked unclean may)")
+        live_isr = [b for b in prev["isr"] if self.live.get(b) is True]
+        if election == "unclean" and live_isr:
+            return f"leader selector: unclean election of {key} while ISR members {live_isr} are live"
+        ar = ev.get("replicas", prev.get("replicas"))
+        if election == "preferred" and ar and leader != ar[0]:
+            return f"leader selector: preferred election of {key} chose {leader}, not the preferred replica {ar[0]}"
         return ""
 
     def _request_sent(self, ev: dict[str, Any]) -> str:

@@ -190,3 +190,18 @@ def test_the_fast_schema_check_agrees_with_jsonschema():
             if _fast_check(ev["type"])(near):  # it may refuse more than the schema, never accept more
                 assert jsonschema.Draft202012Validator.is_valid(_validator(ev["type"]), near), near
     assert len(kinds) == 10
+
+
+def test_leader_selector_rules():
+    up = [{"type": "broker_up", "broker": b} for b in (0, 1, 2)]
+    start = up + [LEGAL[0], write(0, 0, [0, 1, 2], 0, replicas=[0, 1, 2]), write(0, 0, [0, 1], 1)]
+    assert check(start + [write(1, 1, [1], 2)]).ok
+    v = check(start + [write(2, 1, [2], 2)])
+    assert v.line == 7 and "elected 2, not in the ISR [0, 1]" in v.rule
+    v = check(start + [write(2, 1, [2], 2, election="unclean")])
+    assert v.line == 7 and "unclean election of t-0 while ISR members [0, 1] are live" in v.rule
+    both_down = start + [{"type": "broker_down", "broker": 0}, {"type": "broker_down", "broker": 1}]
+    assert check(both_down + [write(2, 1, [2], 2, election="unclean")]).ok
+    v = check(start + [write(1, 1, [0, 1], 2, election="preferred")])
+    assert v.line == 7 and "not the preferred replica 0" in v.rule
+    assert check(start + [write(1, 1, [0, 1], 2), write(0, 2, [0, 1], 3, election="preferred")]).ok
