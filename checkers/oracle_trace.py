@@ -1,12 +1,24 @@
-"""Replay a JSONL trace of another controller against the model's tables and epoch rules."""
+"""Replay a JSONL trace of another controller against the model's tables, epoch, ISR and high-watermark rules.
+
+The event format is `specs/trace.schema.json` (described in `specs/traces/README.md`). Every line is first
+validated against the schema (a malformed line stops the replay, exit 2); then `Replay.apply` judges it against
+what the earlier lines established and names the first rule it breaks.
+"""
 
 from __future__ import annotations
 
 import json
-from typing import NamedTuple
+import re
+from collections.abc import Callable, Iterable
+from functools import cache
+from importlib import resources
+from typing import Any, NamedTuple
 
+import jsonschema
 from kcm.model.states import PartitionState, ReplicaState
 from kcm.model.tables import RuleSet
+
+NO_LEADER = -1
 
 
 class Verdict(NamedTuple):
@@ -18,70 +30,530 @@ class Verdict(NamedTuple):
     rule: str = ""
     state_before: dict | None = None
     malformed: bool = False
+    events: int = 0  # events judged (lines that held an event)
+
+    def message(self) -> str:
+        """One human-readable paragraph: 'valid', or the line, the rule, the event and the state before it."""
+        if self.ok:
+            return f"valid ({self.events} events)"
+        if self.malformed:
+            return f"line {self.line}: malformed: {self.rule}"
+        return (f"line {self.line}: {self.rule}\nevent: {json.dumps(self.event, sort_keys=True)}\n"
+                f"state before: {json.dumps(self.state_before, sort_keys=True)}")
+
+    def to_json(self) -> dict[str, Any]:
+        """The verdict as JSON-ready data."""
+        return {"ok": self.ok, "malformed": self.malformed, "line": self.line or None, "rule": self.rule or None,
+                "event": self.event, "state_before": self.state_before, "events": self.events}
 
 
-class _Replay:
-    """Mutable replay state: the last known state of each partition/replica and the epochs seen."""
+# ---------------------------------------------------------------------------------------------------- schema
+
+_DEF_OF_TYPE = {"request_sent": "request", "request_received": "request", "broker_up": "broker_up_down",
+                "broker_down": "broker_up_down"}
+
+
+@cache
+def _schema() -> dict[str, Any]:
+    text = resources.files("kcm.specs").joinpath("trace.schema.json").read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+@cache
+def _validator(kind: str) -> jsonschema.Draft202012Validator:
+    # Validating against the one definition the event's type selects gives a precise message, where the
+    # top-level oneOf would only say "not valid under any of the given schemas".
+    schema = _schema()
+    return jsonschema.Draft202012Validator(
+        {"$schema": schema["$schema"], "$defs": schema["$defs"], "$ref": f"#/$defs/{_DEF_OF_TYPE.get(kind, kind)}"})
+
+
+class _Unsupported(Exception):
+    """A schema keyword the fast checker does not compile; that event type is then checked by jsonschema alone."""
+
+
+Check = Callable[[Any], bool]
+_IGNORED = {"description", "title", "$schema", "$id", "$defs"}
+_TYPES: dict[str, Check] = {"object": lambda v: isinstance(v, dict), "array": lambda v: isinstance(v, list),
+                            "string": lambda v: isinstance(v, str), "integer": lambda v: type(v) is int,
+                            "boolean": lambda v: isinstance(v, bool)}
+
+
+def _compile(node: dict[str, Any], defs: dict[str, Any]) -> Check:
+    """A predicate that accepts only what the schema node accepts (it may refuse more: jsonschema then decides).
+
+    jsonschema walks the schema for every line, which is most of a replay's time; this closure tree does the
+    same checks at a fraction of the cost for the keywords the trace schema uses."""
+    if not node:
+        return lambda v: True
+    unknown = set(node) - _IGNORED - {"$ref", "type", "required", "additionalProperties", "unevaluatedProperties",
+                                      "properties", "enum", "const", "minimum", "pattern", "items", "uniqueItems",
+                                      "dependentRequired", "allOf", "if", "then"}
+    if unknown:
+        raise _Unsupported(", ".join(sorted(unknown)))
+    checks: list[Check] = []
+    if "$ref" in node:
+        checks.append(_compile(defs[node["$ref"].rsplit("/", 1)[1]], defs))
+    if "type" in node:
+        checks.append(_TYPES[node["type"]])
+    if "enum" in node or "const" in node:
+        allowed = node.get("enum", [node.get("const")])
+        if not all(isinstance(a, str) for a in allowed):
+            raise _Unsupported("non-string enum")
+        names = frozenset(allowed)
+        checks.append(lambda v: isinstance(v, str) and v in names)
+    if "minimum" in node:
+        low = node["minimum"]
+        checks.append(lambda v: type(v) is int and v >= low)
+    if "pattern" in node:
+        pat = re.compile(node["pattern"])
+        checks.append(lambda v: isinstance(v, str) and pat.search(v) is not None)
+    if "items" in node:
+        item = _compile(node["items"], defs)
+        checks.append(lambda v: isinstance(v, list) and all(item(x) for x in v))
+    if node.get("uniqueItems"):
+        checks.append(lambda v: isinstance(v, list) and all(type(x) is int for x in v) and len(set(v)) == len(v))
+    props = {k: _compile(sub, defs) for k, sub in node.get("properties", {}).items()}
+    if props:
+        checks.append(lambda v: isinstance(v, dict) and all(c(v[k]) for k, c in props.items() if k in v))
+    if "required" in node:
+        req = tuple(node["required"])
+        checks.append(lambda v: isinstance(v, dict) and all(k in v for k in req))
+    if "dependentRequired" in node:
+        deps = {k: tuple(ks) for k, ks in node["dependentRequired"].items()}
+        checks.append(lambda v: isinstance(v, dict) and all(k2 in v for k, ks in deps.items() if k in v for k2 in ks))
+    for sub in node.get("allOf", []):
+        checks.append(_compile(sub, defs))
+    closed = node.get("additionalProperties", node.get("unevaluatedProperties", True))
+    if closed is not True:
+        if closed is not False:
+            raise _Unsupported("schema-valued additionalProperties")
+        known = set(node.get("properties", {}))
+        if "unevaluatedProperties" in node:
+            for sub in node.get("allOf", []):  # properties evaluated by the allOf branches count as evaluated
+                sub = defs[sub["$ref"].rsplit("/", 1)[1]] if "$ref" in sub else sub
+                if set(sub) - _IGNORED - {"type", "required", "properties"}:
+                    raise _Unsupported("unevaluatedProperties over a conditional branch")
+                known |= set(sub.get("properties", {}))
+        names = frozenset(known)
+        checks.append(lambda v: isinstance(v, dict) and names.issuperset(v))
+    if "if" in node:
+        cond = node["if"]
+        if set(cond) != {"properties"} or not all(set(c) == {"const"} and isinstance(c["const"], str)
+                                                  for c in cond["properties"].values()):
+            raise _Unsupported("if other than string constants")
+        consts = {k: c["const"] for k, c in cond["properties"].items()}
+        then = _compile(node.get("then", {}), defs)
+        checks.append(lambda v: not (isinstance(v, dict) and all(v.get(k, c) == c for k, c in consts.items()))
+                      or then(v))
+    return lambda v: all(c(v) for c in checks)
+
+
+@cache
+def _fast_check(kind: str) -> Check:
+    schema = _schema()
+    try:
+        return _compile({"$ref": f"#/$defs/{_DEF_OF_TYPE.get(kind, kind)}"}, schema["$defs"])
+    except _Unsupported:
+        return lambda v: False
+
+
+def schema_error(ev: Any) -> str:
+    """Why this decoded line is not a trace event ('' when it is one)."""
+    if not isinstance(ev, dict):
+        return f"an event is a JSON object, not {type(ev).__name__}"
+    kinds = _schema()["properties"]["type"]["enum"]
+    if ev.get("type") not in kinds:
+        return f"'type' must be one of {', '.join(kinds)}; got {ev.get('type')!r}"
+    if _fast_check(ev["type"])(ev):
+        return ""
+    err = jsonschema.exceptions.best_match(_validator(ev["type"]).iter_errors(ev))
+    if err is None:
+        return ""
+    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path)
+    return f"{ev['type']}{where}: {err.message}"
+
+
+def parse_line(text: str) -> tuple[dict[str, Any] | None, str]:
+    """(event, '') for a valid line, (None, reason) for a malformed one."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # bytes that were not UTF-8 arrive as lone surrogates (surrogateescape)
+        return None, "undecodable bytes: a trace is UTF-8 text"
+    try:
+        ev = json.loads(text)
+    except ValueError as exc:  # JSONDecodeError, and UnicodeDecodeError for undecodable bytes
+        return None, f"not JSON ({exc})"
+    except RecursionError:
+        return None, "not JSON (nested too deeply)"
+    reason = schema_error(ev)
+    return (None, reason) if reason else (ev, "")
+
+
+# ---------------------------------------------------------------------------------------------------- replay
+
+
+def _sorted(xs: Iterable[int]) -> list[int]:
+    return sorted(set(xs))
+
+
+class Replay:
+    """What the trace has established so far, and the rules each next event must keep."""
 
     def __init__(self, rules: RuleSet) -> None:
         self.rules = rules
+        self.controller_epoch = 0
+        self.controller: int | None = None
+        self.live: dict[int, bool] = {}  # brokers whose liveness an event stated
         self.partitions: dict[str, str] = {}
         self.replicas: dict[str, str] = {}
-        self.controller_epoch = 0
-        self.leader_epochs: dict[str, int] = {}
+        self.zk: dict[str, dict[str, Any]] = {}  # partition -> last leader-and-ISR write
+        self.epoch_leader: dict[tuple[str, int], int] = {}  # (partition, leader epoch) -> its one leader
+        self.applied_epoch: dict[int, int] = {}  # broker -> newest controller epoch it applied
+        self.broker_view: dict[int, dict[str, dict[str, int]]] = {}  # broker -> partition -> leader, leader_epoch
+        self.logs: dict[str, dict[str, int]] = {}  # "partition/broker" -> leo, hw, and hw_epoch when leader
 
-    def snapshot(self) -> dict:
+    # ------------------------------------------------------------------------------------------- reporting
+
+    def snapshot(self) -> dict[str, Any]:
         """The replay state as JSON-able data, for reports."""
-        return {"controller_epoch": self.controller_epoch, "partitions": dict(self.partitions),
-                "replicas": dict(self.replicas), "leader_epochs": dict(self.leader_epochs)}
+        return {"controller_epoch": self.controller_epoch, "controller": self.controller,
+                "live_brokers": _sorted(b for b, up in self.live.items() if up),
+                "down_brokers": _sorted(b for b, up in self.live.items() if not up),
+                "partitions": dict(self.partitions), "replicas": dict(self.replicas),
+                "leader_and_isr": {p: dict(v) for p, v in self.zk.items()},
+                "broker_controller_epochs": {str(b): e for b, e in sorted(self.applied_epoch.items())},
+                "broker_partitions": {str(b): {p: dict(v) for p, v in view.items()}
+                                      for b, view in sorted(self.broker_view.items()) if view},
+                "logs": {k: {f: v for f, v in log.items() if f != "hw_epoch"} for k, log in self.logs.items()}}
 
-    def apply(self, ev: dict) -> str:
-        """Apply one event; return the name of the rule it breaks, or '' if legal."""
-        kind = ev["type"]
-        if kind == "controller_elected":
-            epoch = int(ev["epoch"])
-            if epoch <= self.controller_epoch:
-                return f"controller epoch must increase: {epoch} after {self.controller_epoch}"
-            self.controller_epoch = epoch
-        elif kind == "partition_state_change":
-            key = str(ev["partition"])
-            cur = self.partitions.get(key, PartitionState.NON_EXISTENT)
-            if cur != ev["from"] or not self.rules.allows_partition(cur, ev["to"]):
-                return f"partition table: {cur} -> {ev['to']} not allowed by rule set {self.rules.name}"
-            self.partitions[key] = ev["to"]
-        elif kind == "replica_state_change":
-            key = f"{ev['partition']}/{ev['replica']}"
-            cur = self.replicas.get(key, ReplicaState.NON_EXISTENT)
-            if cur != ev["from"] or not self.rules.allows_replica(cur, ev["to"]):
-                return f"replica table: {cur} -> {ev['to']} not allowed by rule set {self.rules.name}"
-            self.replicas[key] = ev["to"]
-        elif kind == "leader_and_isr_write":
-            key = str(ev["partition"])
-            epoch = int(ev["leader_epoch"])
-            if epoch <= self.leader_epochs.get(key, -1):
-                return f"leader epoch must increase: {epoch} after {self.leader_epochs[key]}"
-            if int(ev.get("controller_epoch", self.controller_epoch)) < self.controller_epoch:
-                return "epoch fencing: write with a stale controller epoch"
-            self.leader_epochs[key] = epoch
+    # ------------------------------------------------------------------------------------------- helpers
+
+    def _down(self, broker: int) -> bool:
+        return self.live.get(broker) is False
+
+    def _assigned(self, partition: str) -> set[int] | None:
+        """The partition's replicas (AR) as far as the trace tells: the last written AR, else the replicas
+        whose state the trace has moved out of NonExistentReplica; None when it tells nothing."""
+        known = self.zk.get(partition, {}).get("replicas")
+        if known is not None:
+            return set(known)
+        prefix = partition + "/"
+        found = {int(k[len(prefix):]) for k, s in self.replicas.items()
+                 if k.startswith(prefix) and s != ReplicaState.NON_EXISTENT}
+        return found or None
+
+    def _leader_isr_rules(self, where: str, p: dict[str, Any]) -> str:
+        """ISR within AR, leader within ISR, one leader per (partition, leader epoch)."""
+        leader, isr, epoch = p["leader"], set(p["isr"]), p["leader_epoch"]
+        ar = set(p["replicas"]) if "replicas" in p else self._assigned(p["partition"])
+        if ar is not None and not isr <= ar:
+            return f"ISR rule ({where}): ISR {_sorted(isr)} is not within the assigned replicas {_sorted(ar)}"
+        if leader != NO_LEADER and leader not in isr:
+            return f"ISR rule ({where}): leader {leader} is not in the ISR {_sorted(isr)}"
+        if ar is not None and leader != NO_LEADER and leader not in ar:
+            return f"ISR rule ({where}): leader {leader} is not an assigned replica {_sorted(ar)}"
+        seen = self.epoch_leader.get((p["partition"], epoch))
+        if seen is not None and seen != leader:
+            return (f"one leader per leader epoch ({where}): {p['partition']} leader epoch {epoch} already had "
+                    f"leader {seen}, now {leader}")
+        return ""
+
+    def _record_leader(self, p: dict[str, Any]) -> None:
+        self.epoch_leader.setdefault((p["partition"], p["leader_epoch"]), p["leader"])
+
+    def _leads(self, partition: str, broker: int) -> tuple[bool | None, int | None]:
+        """(whether broker leads partition, in which leader epoch) from the broker's own view, else ZooKeeper's;
+        (None, None) when the trace does not say."""
+        view = self.broker_view.get(broker, {}).get(partition)
+        if view is None:
+            view = self.zk.get(partition)
+        if view is None:
+            return None, None
+        return view["leader"] == broker, view["leader_epoch"]
+
+    def _log(self, partition: str, broker: int) -> dict[str, int]:
+        return self.logs.get(f"{partition}/{broker}", {})
+
+    def _hw_rules(self, partition: str, broker: int, leo: int, hw: int, who: str) -> str:
+        """HW <= LEO; on a leader the HW never decreases within its leader epoch."""
+        if hw > leo:
+            return f"HW rule: {who} {partition} on broker {broker} has HW {hw} above its LEO {leo}"
+        log = self._log(partition, broker)
+        leads, epoch = self._leads(partition, broker)
+        if leads and log.get("hw_epoch") == epoch and hw < log["hw"]:
+            return (f"HW rule: the HW of leader {broker} of {partition} (leader epoch {epoch}) went down "
+                    f"from {log['hw']} to {hw}")
+        return ""
+
+    def _set_log(self, partition: str, broker: int, leo: int, hw: int) -> None:
+        log = self.logs.setdefault(f"{partition}/{broker}", {})
+        leads, epoch = self._leads(partition, broker)
+        log.update(leo=leo, hw=hw)
+        if leads:
+            log["hw_epoch"] = epoch if epoch is not None else -1
         else:
-            raise ValueError(f"unknown event type {kind!r}")
+            log.pop("hw_epoch", None)
+
+    # ------------------------------------------------------------------------------------------- events
+
+    def apply(self, ev: dict[str, Any]) -> str:
+        """Apply one schema-valid event; return the rule it breaks ('' if it is legal, and then only is the
+        state changed: every handler checks all its rules before it records anything)."""
+        return getattr(self, "_" + ev["type"])(ev)
+
+    def _controller_elected(self, ev: dict[str, Any]) -> str:
+        epoch, broker = ev["epoch"], ev["broker"]
+        if epoch <= self.controller_epoch:
+            return f"controller epoch must increase: {epoch} after {self.controller_epoch}"
+        if self._down(broker):
+            return f"controller election: broker {broker} is down"
+        self.controller_epoch, self.controller = epoch, broker
+        return ""
+
+    def _partition_state_change(self, ev: dict[str, Any]) -> str:
+        key = ev["partition"]
+        cur = self.partitions.get(key, PartitionState.NON_EXISTENT)
+        if cur != ev["from"]:
+            return f"partition table: {key} is in {cur}, not {ev['from']}"
+        if not self.rules.allows_partition(cur, ev["to"]):
+            return f"partition table: {cur} -> {ev['to']} not allowed by rule set {self.rules.name}"
+        self.partitions[key] = ev["to"]
+        return ""
+
+    def _replica_state_change(self, ev: dict[str, Any]) -> str:
+        key = f"{ev['partition']}/{ev['replica']}"
+        cur = self.replicas.get(key, ReplicaState.NON_EXISTENT)
+        if cur != ev["from"]:
+            return f"replica table: {key} is in {cur}, not {ev['from']}"
+        if not self.rules.allows_replica(cur, ev["to"]):
+            return f"replica table: {cur} -> {ev['to']} not allowed by rule set {self.rules.name}"
+        self.replicas[key] = ev["to"]
+        return ""
+
+    def _leader_and_isr_write(self, ev: dict[str, Any]) -> str:
+        key, epoch, cepoch = ev["partition"], ev["leader_epoch"], ev["controller_epoch"]
+        if cepoch < self.controller_epoch:
+            return (f"epoch fencing: leader-and-ISR write by controller epoch {cepoch} after controller epoch "
+                    f"{self.controller_epoch} was elected")
+        if cepoch > self.controller_epoch:
+            return f"epoch fencing: leader-and-ISR write by controller epoch {cepoch}, which was never elected"
+        prev = self.zk.get(key)
+        if prev is not None:
+            if epoch < prev["leader_epoch"]:
+                return f"leader epoch must not decrease: {key} leader epoch {epoch} after {prev['leader_epoch']}"
+            if ev["zk_version"] <= prev["zk_version"]:
+                return (f"zkVersion must increase with every write: {key} zkVersion {ev['zk_version']} after "
+                        f"{prev['zk_version']} (a write from a stale version)")
+        broken = self._leader_isr_rules("leader-and-ISR write", ev)
+        if broken:
+            return broken
+        new_leader = ev["leader"] != NO_LEADER and (prev is None or prev["leader"] != ev["leader"])
+        if new_leader and self._down(ev["leader"]):
+            return f"leader election: new leader {ev['leader']} of {key} is down"
+        broken = self._selector_rules(ev, prev) if new_leader and prev is not None else ""
+        if broken:
+            return broken
+        self.zk[key] = {f: ev[f] for f in ("leader", "leader_epoch", "isr", "zk_version", "replicas") if f in ev}
+        if "replicas" not in ev and prev is not None and "replicas" in prev:
+            self.zk[key]["replicas"] = prev["replicas"]
+        self._record_leader(ev)
+        return ""
+
+    def _selector_rules(self, ev: dict[str, Any], prev: dict[str, Any]) -> str:
+        """The leader selectors' choice: every clean election (offline, reassignment, preferred, controlled
+        shutdown) picks a member of the ISR it found; only an election the trace marks unclean may pick another
+        replica, and only when no ISR member is known live. A preferred election picks the first replica of AR."""
+        election, leader, key = ev.get("election"), ev["leader"], ev["partition"]
+        if election != "unclean" and leader not in prev["isr"]:
+            return (f"leader selector: {key} elected {leader}, not in the ISR {_sorted(prev['isr'])} it had "
+                    f"(only an election marked unclean may)")
+        live_isr = [b for b in prev["isr"] if self.live.get(b) is True]
+        if election == "unclean" and live_isr:
+            return f"leader selector: unclean election of {key} while ISR members {live_isr} are live"
+        ar = ev.get("replicas", prev.get("replicas"))
+        if election == "preferred" and ar and leader != ar[0]:
+            return f"leader selector: preferred election of {key} chose {leader}, not the preferred replica {ar[0]}"
+        return ""
+
+    def _request_sent(self, ev: dict[str, Any]) -> str:
+        if ev["controller_epoch"] > self.controller_epoch:
+            return f"epoch fencing: request sent with controller epoch {ev['controller_epoch']}, never elected"
+        for p in ev["partitions"]:
+            if "leader" not in p:
+                continue
+            written = self.zk.get(p["partition"])
+            if written is not None and p["leader_epoch"] > written["leader_epoch"]:
+                return (f"{ev['request']} sent: {p['partition']} leader epoch {p['leader_epoch']} was never written "
+                        f"(ZooKeeper has {written['leader_epoch']})")
+            broken = self._leader_isr_rules(f"{ev['request']} sent", p)
+            if broken:
+                return broken
+        for p in ev["partitions"]:
+            if "leader" in p:
+                self._record_leader(p)
+        return ""
+
+    def _request_received(self, ev: dict[str, Any]) -> str:
+        broker, cepoch = ev["broker"], ev["controller_epoch"]
+        if not ev.get("accepted", True):
+            return ""  # a refusal is always allowed: the rules are about what a broker applies
+        if self._down(broker):
+            return f"broker {broker} is down and cannot apply a {ev['request']} request"
+        if cepoch < self.applied_epoch.get(broker, 0):
+            return (f"epoch fencing: broker {broker} applied a {ev['request']} request of controller epoch {cepoch} "
+                    f"after applying controller epoch {self.applied_epoch[broker]}")
+        if cepoch > self.controller_epoch:
+            return f"epoch fencing: broker {broker} applied controller epoch {cepoch}, which was never elected"
+        view = self.broker_view.get(broker, {})
+        for p in ev["partitions"]:
+            if "leader" in p:
+                broken = self._leader_isr_rules(f"{ev['request']} applied by broker {broker}", p)
+                if broken:
+                    return broken
+                mine = view.get(p["partition"])
+                if ev["request"] == "LeaderAndIsr" and mine is not None and p["leader_epoch"] < mine["leader_epoch"]:
+                    return (f"leader epoch fencing: broker {broker} applied {p['partition']} leader epoch "
+                            f"{p['leader_epoch']} after leader epoch {mine['leader_epoch']}")
+        self.applied_epoch[broker] = cepoch
+        view = self.broker_view.setdefault(broker, {})
+        for p in ev["partitions"]:
+            if ev["request"] == "LeaderAndIsr":
+                self._record_leader(p)
+                view[p["partition"]] = {"leader": p["leader"], "leader_epoch": p["leader_epoch"]}
+            elif ev["request"] == "StopReplica":
+                view.pop(p["partition"], None)
+                if p.get("delete"):
+                    self.logs.pop(f"{p['partition']}/{broker}", None)
+            elif "leader" in p:
+                self._record_leader(p)
+        return ""
+
+    def _broker_up(self, ev: dict[str, Any]) -> str:
+        broker = ev["broker"]
+        if self.live.get(broker) is True:
+            return f"broker {broker} came up while it was up"
+        self.live[broker] = True
+        # A restarted broker starts from nothing in memory: no controller epoch, no partition roles.
+        self.applied_epoch.pop(broker, None)
+        self.broker_view.pop(broker, None)
+        for key, log in self.logs.items():
+            if key.endswith(f"/{broker}"):
+                log.pop("hw_epoch", None)
+        return ""
+
+    def _broker_down(self, ev: dict[str, Any]) -> str:
+        broker = ev["broker"]
+        if self._down(broker):
+            return f"broker {broker} went down while it was down"
+        self.live[broker] = False
+        return ""
+
+    def _produce(self, ev: dict[str, Any]) -> str:
+        key, broker = ev["partition"], ev["broker"]
+        if self._down(broker):
+            return f"produce: broker {broker} is down"
+        leads, epoch = self._leads(key, broker)
+        if leads is False:
+            return f"produce: broker {broker} appended to {key} but is not its leader (leader epoch {epoch})"
+        log = self._log(key, broker)
+        if "leo" in log and ev["offset"] != log["leo"]:
+            return f"offsets: {key} on broker {broker} appended at offset {ev['offset']}, its LEO was {log['leo']}"
+        if ev["leo"] != ev["offset"] + ev.get("count", 1):
+            return (f"offsets: {key} on broker {broker} appended {ev.get('count', 1)} at {ev['offset']} "
+                    f"but reports LEO {ev['leo']}")
+        broken = self._hw_rules(key, broker, ev["leo"], ev["hw"], "leader")
+        if broken:
+            return broken
+        self._set_log(key, broker, ev["leo"], ev["hw"])
+        return ""
+
+    def _fetch(self, ev: dict[str, Any]) -> str:
+        key, follower, leader = ev["partition"], ev["broker"], ev["leader"]
+        for b in (follower, leader):
+            if self._down(b):
+                return f"fetch: broker {b} is down"
+        if follower == leader:
+            return f"fetch: broker {leader} fetched {key} from itself"
+        leads, epoch = self._leads(key, leader)
+        if leads is False:
+            return f"fetch: {key} fetched from broker {leader}, which is not its leader (leader epoch {epoch})"
+        llog = self._log(key, leader)
+        leader_leo = ev.get("leader_leo", llog.get("leo"))
+        if leader_leo is not None and ev["fetch_offset"] > leader_leo:
+            return f"offsets: {key} fetch at offset {ev['fetch_offset']} beyond leader {leader}'s LEO {leader_leo}"
+        if ev["leo"] > (leader_leo if leader_leo is not None else ev["leo"]):
+            return f"offsets: follower {follower} of {key} has LEO {ev['leo']} beyond leader's LEO {leader_leo}"
+        leader_hw = ev.get("leader_hw", llog.get("hw"))
+        if leader_hw is not None and leader_leo is not None:
+            broken = self._hw_rules(key, leader, leader_leo, leader_hw, "leader")
+            if broken:
+                return broken
+        if leader_hw is not None and ev["hw"] > leader_hw:
+            return f"HW rule: follower {follower} of {key} has HW {ev['hw']} above the leader's HW {leader_hw}"
+        broken = self._hw_rules(key, follower, ev["leo"], ev["hw"], "follower")
+        if broken:
+            return broken
+        if leader_leo is not None and leader_hw is not None:
+            self._set_log(key, leader, leader_leo, leader_hw)
+        self._set_log(key, follower, ev["leo"], ev["hw"])
         return ""
 
 
-def check_lines(lines: list[str], rules: RuleSet) -> Verdict:
-    """Replay JSONL lines; stop at the first malformed line or violation."""
-    replay = _Replay(rules)
-    for no, text in enumerate(lines, 1):
+_Replay = Replay  # the name earlier versions used
+
+
+class TraceChecker:
+    """An incremental replay: feed events one at a time; the first failure is kept and every later feed repeats it."""
+
+    def __init__(self, rules: RuleSet) -> None:
+        self.replay = Replay(rules)
+        self.line = 0
+        self.events = 0
+        self.failure: Verdict | None = None
+
+    def feed_line(self, text: str) -> Verdict | None:
+        """Judge the next line; None while everything so far is legal (blank lines count but hold no event)."""
+        if self.failure is not None:
+            return self.failure
+        self.line += 1
         if not text.strip():
-            continue
-        try:
-            ev = json.loads(text)
-            if not isinstance(ev, dict) or "type" not in ev:
-                raise ValueError("an event is a JSON object with a 'type'")
-            before = replay.snapshot()
-            broken = replay.apply(ev)
-        except (ValueError, KeyError, TypeError) as exc:
-            return Verdict(False, no, None, f"malformed: {exc}", None, malformed=True)
-        if broken:
-            return Verdict(False, no, ev, broken, before)
-    return Verdict(True)
+            return None
+        ev, reason = parse_line(text)
+        if ev is None:
+            self.failure = Verdict(False, self.line, None, reason, None, malformed=True, events=self.events)
+            return self.failure
+        broken = self.replay.apply(ev)
+        if broken:  # an event that breaks a rule changed nothing, so this is the state before it
+            self.failure = Verdict(False, self.line, ev, broken, self.replay.snapshot(), events=self.events)
+            return self.failure
+        self.events += 1
+        return None
+
+    def feed(self, event: Any) -> Verdict | None:
+        """Judge the next event given as decoded JSON (a dict); None while everything so far is legal."""
+        return self.feed_line(json.dumps(event, default=repr))
+
+    def verdict(self) -> Verdict:
+        """The verdict on everything fed so far."""
+        return self.failure or Verdict(True, events=self.events)
+
+
+def check_lines(lines: Iterable[str], rules: RuleSet) -> Verdict:
+    """Replay JSONL lines; stop at the first malformed line or violation."""
+    checker = TraceChecker(rules)
+    for text in lines:
+        if checker.feed_line(text) is not None:
+            break
+    return checker.verdict()
+
+
+def check_events(events: Iterable[dict[str, Any]], rules: RuleSet) -> Verdict:
+    """Replay events given as dicts; the Nth event is reported as line N."""
+    return check_lines((json.dumps(e, default=repr) for e in events), rules)
+
+
+def check_file(path: str, rules: RuleSet) -> Verdict:
+    """Replay a trace file; undecodable bytes make their line malformed, an unreadable file raises OSError."""
+    with open(path, encoding="utf-8", errors="surrogateescape") as fh:
+        return check_lines(fh, rules)

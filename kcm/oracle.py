@@ -2,21 +2,37 @@
 
 from __future__ import annotations
 
-import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
 
-from kcm.checkers.oracle_trace import Verdict, check_lines
-from kcm.model.tables import rule_set
+from kcm.checkers import oracle_trace
+from kcm.checkers.oracle_trace import Verdict
+from kcm.model.tables import DEFAULT_RULES, rule_set
 
-__all__ = ["Verdict", "check_events", "assert_valid"]
-
-
-def check_events(events: list[dict], rules: str = "seeds") -> Verdict:
-    """Replay a list of trace events (dicts in the check-trace schema) and return the verdict."""
-    return check_lines([json.dumps(e) for e in events], rule_set(rules))
+__all__ = ["Verdict", "check_events", "check_trace_file", "assert_valid", "failure_message"]
 
 
-def assert_valid(events: list[dict], rules: str = "seeds") -> None:
+def check_events(events: Iterable[dict[str, Any]], rules: str = DEFAULT_RULES) -> Verdict:
+    """Replay a list of trace events (dicts in the specs/trace.schema.json format) and return the verdict."""
+    return oracle_trace.check_events(events, rule_set(rules))
+
+
+def check_trace_file(path: str | Path, rules: str = DEFAULT_RULES) -> Verdict:
+    """Replay a JSONL trace file and return the verdict (OSError when it cannot be read)."""
+    return oracle_trace.check_file(str(path), rule_set(rules))
+
+
+def failure_message(v: Verdict, source: str = "event") -> str:
+    """The assertion message for a failed verdict: kcm's first violation, the event and the state before it."""
+    where = f"{source} {v.line}"
+    if v.malformed:
+        return f"kcm: {where} is malformed: {v.rule}"
+    return f"kcm: {where}: {v.rule}\n  event: {v.event}\n  state before: {v.state_before}"
+
+
+def assert_valid(events: Iterable[dict[str, Any]], rules: str = DEFAULT_RULES) -> None:
     """Fail a test with kcm's first violation (for use in another project's pytest suite)."""
     v = check_events(events, rules)
     if not v.ok:
-        raise AssertionError(f"kcm: event {v.line}: {v.rule}; event={v.event}; state before={v.state_before}")
+        raise AssertionError(failure_message(v))

@@ -1,17 +1,34 @@
 """kcm.oracle API: verdicts in-process and assert_valid failing a test with the first violation."""
 
+from pathlib import Path
+
 import pytest
 
-from kcm.oracle import assert_valid, check_events
+from kcm.oracle import assert_valid, check_events, check_trace_file
 
-GOOD = [{"type": "controller_elected", "epoch": 1},
+GOOD = [{"type": "controller_elected", "broker": 0, "epoch": 1},
         {"type": "partition_state_change", "partition": "t-0", "from": "NonExistentPartition", "to": "NewPartition"}]
+TRACES = Path(__file__).resolve().parent.parent / "specs" / "traces"
 
 
 def test_check_events_valid_and_invalid():
     assert check_events(GOOD).ok
-    v = check_events(GOOD + [{"type": "controller_elected", "epoch": 1}])
+    v = check_events(GOOD + [{"type": "controller_elected", "broker": 1, "epoch": 1}])
     assert (v.ok, v.line) == (False, 3)
+    assert v.to_json()["rule"].startswith("controller epoch must increase")
+
+
+def test_rule_sets_differ():
+    offline_again = GOOD + [
+        {"type": "partition_state_change", "partition": "t-0", "from": "NewPartition", "to": "OfflinePartition"},
+        {"type": "partition_state_change", "partition": "t-0", "from": "OfflinePartition", "to": "OfflinePartition"}]
+    assert not check_events(offline_again).ok
+    assert check_events(offline_again, rules="kafka").ok
+
+
+def test_check_trace_file():
+    assert check_trace_file(TRACES / "valid_failover_produce_fetch.jsonl").ok
+    assert check_trace_file(TRACES / "invalid_leader_hw_decreases.jsonl").line == 27
 
 
 def test_assert_valid_raises_with_first_violation():
@@ -19,3 +36,5 @@ def test_assert_valid_raises_with_first_violation():
     with pytest.raises(AssertionError, match="event 2: partition table"):
         assert_valid([GOOD[0], {"type": "partition_state_change", "partition": "t-0",
                                 "from": "NonExistentPartition", "to": "OfflinePartition"}])
+    with pytest.raises(AssertionError, match="event 1 is malformed"):
+        assert_valid([{"type": "produce"}])

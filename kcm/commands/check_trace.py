@@ -6,8 +6,8 @@ import argparse
 import json
 import sys
 
-from kcm.checkers.oracle_trace import check_lines
-from kcm.model.tables import RULE_SETS, rule_set
+from kcm.checkers.oracle_trace import check_file
+from kcm.model.tables import DEFAULT_RULES, RULE_SETS, rule_set
 
 NAME = "check-trace"
 HELP = "replay a JSONL trace and report the first illegal step (exit 0 valid, 1 violation, 2 malformed)"
@@ -15,24 +15,22 @@ HELP = "replay a JSONL trace and report the first illegal step (exit 0 valid, 1 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Declare the options of `kcm check-trace`."""
-    p.add_argument("trace")
-    p.add_argument("--rules", default="seeds", choices=sorted(RULE_SETS))
+    p.add_argument("trace", help="one JSON event per line, as specs/trace.schema.json describes")
+    p.add_argument("--rules", default=DEFAULT_RULES, choices=sorted(RULE_SETS))
+    p.add_argument("--json", action="store_true", help="print the verdict as JSON")
 
 
 def main(args: argparse.Namespace) -> int:
-    """Read the trace, replay it, print the verdict."""
+    """Replay the trace and print the verdict; 0 valid, 1 violation, 2 malformed or unreadable."""
     try:
-        with open(args.trace, encoding="utf-8", errors="replace") as fh:
-            lines = fh.read().splitlines()
+        v = check_file(args.trace, rule_set(args.rules))
     except OSError as exc:
-        print(f"cannot read {args.trace}: {exc.strerror}", file=sys.stderr)
+        print(f"kcm check-trace: cannot read {args.trace}: {exc.strerror or exc}", file=sys.stderr)
         return 2
-    v = check_lines(lines, rule_set(args.rules))
-    if v.ok:
-        print("valid")
-        return 0
-    print(f"line {v.line}: {v.rule}")
-    if not v.malformed:
-        print("event: " + json.dumps(v.event, sort_keys=True))
-        print("state before: " + json.dumps(v.state_before, sort_keys=True))
-    return 2 if v.malformed else 1
+    if args.json:
+        print(json.dumps(v.to_json(), indent=2, sort_keys=True))
+    elif v.malformed:
+        print(f"kcm check-trace: {args.trace}: {v.message()}", file=sys.stderr)
+    else:
+        print(v.message())
+    return 0 if v.ok else 2 if v.malformed else 1
