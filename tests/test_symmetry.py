@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 
 from kcm.checkers import bfs
 from kcm.checkers.symmetry import SymmetricModel, equivariance_failures, order_fixed_brokers, symmetry_group
@@ -10,6 +11,8 @@ from kcm.checkers.verdicts import successors
 from kcm.model import actions as A
 from kcm.model.symmetry import rename_action, rename_cluster
 from kcm.reference.bounded import BoundedSystem, load_config
+
+from kcm.cli import main
 
 # Brokers 2 and 3 hold no replica and are both reassignment candidates: interchangeable. One failure at a time, so
 # the lowest-live-id election only ever picks 0 or 1.
@@ -102,3 +105,14 @@ def test_trivial_group_changes_nothing_on_tiny():
     model = BoundedSystem(load_config("tiny"))
     full, reduced = bfs.explore(model), bfs.explore(SymmetricModel(model))
     assert (reduced.distinct_states, reduced.transitions) == (full.distinct_states, full.transitions)
+
+
+def test_cli_reports_reduced_and_unreduced_counts(capsys, tmp_path):
+    config = tmp_path / "four.json"
+    config.write_text(json.dumps(FOUR))
+    assert main(["explore", "--config", str(config), "--quiet", "--json", "--symmetry-compare"]) == 0
+    sym = json.loads(capsys.readouterr().out)["symmetry"]
+    assert sym["group_size"] == 2 and sym["reduced_states"] < sym["unreduced_states"]
+    assert main(["explore", "--config", str(config), "--quiet", "--symmetry"]) == 0
+    out = capsys.readouterr().out
+    assert f"{sym['reduced_states']:,} states reduced" in out and "without" not in out
