@@ -9,7 +9,9 @@ from kcm.checkers import bfs
 from kcm.checkers.symmetry import SymmetricModel, equivariance_failures, order_fixed_brokers, symmetry_group
 from kcm.checkers.verdicts import successors
 from kcm.model import actions as A
+from kcm.model.cluster import ClusterConfig
 from kcm.model.symmetry import rename_action, rename_cluster
+from kcm.reference import api
 from kcm.reference.bounded import BoundedSystem, load_config
 
 from kcm.cli import main
@@ -116,3 +118,23 @@ def test_cli_reports_reduced_and_unreduced_counts(capsys, tmp_path):
     assert main(["explore", "--config", str(config), "--quiet", "--symmetry"]) == 0
     out = capsys.readouterr().out
     assert f"{sym['reduced_states']:,} states reduced" in out and "without" not in out
+
+
+def test_renaming_commutes_with_the_data_plane_and_first_election():
+    # The same run twice, the second with brokers 0 and 2 swapped everywhere (config, assignment, every action):
+    # the end states are renamings of each other, logs, HWs and remote LEOs included.
+    swap = {0: 2, 2: 0}
+    tp = ("t", 0)
+    runs = []
+    for perm in ({}, swap):
+        config = ClusterConfig(brokers=(0, 1, 2), first_controller=perm.get(0, 0), truncation="leader_epoch")
+        state, _ = api.start(config)
+        trace = [A.CreateTopic("t", ((0, (0, 1, 2)),)), A.Produce(tp), A.Replicate(tp, 1), A.Replicate(tp, 2),
+                 A.Replicate(tp, 1), A.BrokerFail(1), A.BrokerStart(1), A.Produce(tp), A.Replicate(tp, 2)]
+        for action in trace:
+            state, _ = api.step(config, state, rename_action(perm, action))
+        runs.append(state)
+    plain, swapped = runs
+    assert dict(plain.replicas)[("t", 0, 0)].remote_leo  # the leader has heard from a follower
+    assert all(d.log for _, d in plain.replicas) and plain != swapped
+    assert rename_cluster(swap, plain) == swapped
