@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 from kcm.checkers import bfs
@@ -104,3 +107,17 @@ def test_cli_walk_mode_writes_scenarios_and_refuses_bad_numbers(capsys, tmp_path
     assert "shrunk to" in capsys.readouterr().out
     assert main(["explore", "--config", "tiny", "--walks", "0", "--depth", "5"]) == 2
     assert "--walks" in capsys.readouterr().err
+
+
+def test_same_seed_same_run_in_other_processes():
+    # Python's string hashing changes per process; nothing a walk chooses may depend on it.
+    runs = []
+    for hash_seed in ("1", "2"):
+        env = dict(os.environ, PYTHONHASHSEED=hash_seed)
+        out = subprocess.run([sys.executable, "-m", "kcm.cli", "explore", "--config", "tiny", "--quiet", "--json",
+                              "--walks", "20", "--depth", "15", "--seed", "9"],
+                             capture_output=True, text=True, env=env, check=True).stdout
+        runs.append(_without_time(json.loads(out)))
+    assert runs[0] == runs[1]
+    model = BoundedSystem(load_config("tiny"))
+    assert runs[0] == _without_time({**walk(model, 20, 15, seed=9).to_json(model), "config": "tiny"})
