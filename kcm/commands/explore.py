@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+from kcm.checkers import walk
+from kcm.checkers.symmetry import SymmetricModel
 from kcm.reference.bounded import BadConfig, BoundedSystem, load_config
 
 NAME = "explore"
@@ -22,13 +24,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--out", help="write each counterexample as a `kcm run` scenario into this folder")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p.add_argument("--walks", type=int, help="random-walk mode (local engine): run N seeded walks instead of BFS")
+    p.add_argument("--depth", type=int, default=100, help="steps per random walk at most (default: 100)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random walks (default: 0)")
+    p.add_argument("--symmetry", action="store_true", help="reduce by the config's interchangeable brokers")
+    p.add_argument("--symmetry-compare", action="store_true",
+                   help="with --symmetry, also run unreduced and report both counts")
 
 
 def main(args: argparse.Namespace) -> int:
     """Run the exploration and print the summary; exit 1 if a property is violated, 2 on a bad config."""
+    if args.walks is not None and (args.walks < 1 or args.depth < 0 or args.engine != "local"):
+        print("kcm explore: --walks takes N >= 1 and --depth D >= 0, on the local engine", file=sys.stderr)
+        return 2
     try:
         model = BoundedSystem(load_config(args.config))
-    except BadConfig as err:
+        explored = SymmetricModel(model) if args.symmetry or args.symmetry_compare else model
+    except (BadConfig, ValueError) as err:
         print(f"kcm explore: {err}", file=sys.stderr)
         return 2
 
@@ -38,20 +50,35 @@ def main(args: argparse.Namespace) -> int:
             print(f"level {depth}: {states} distinct states, frontier {frontier}, {rate:,.0f} states/s",
                   file=sys.stderr, flush=True)
 
-    if args.engine == "spark":
+    def walk_progress(walks: int, states: int, seconds: float) -> None:
+        if not args.quiet:
+            print(f"walks {walks}: {states} distinct states, {states / seconds if seconds else 0:,.0f} states/s",
+                  file=sys.stderr, flush=True)
+
+    if args.walks is not None:
+        found = walk.walk(explored, args.walks, args.depth, args.seed, progress=walk_progress)
+    elif args.engine == "spark":
         from kcm.checkers import spark_bfs
 
         spark = spark_bfs.spark_session(args.master)
         try:
-            found = spark_bfs.explore(model, spark, args.max_states, progress)
+            found = spark_bfs.explore(explored, spark, args.max_states, progress)
         finally:
             spark.stop()
     else:
         from kcm.checkers import bfs
 
-        found = bfs.explore(model, args.max_states, progress)
-    summary = found.to_json(model)
+        found = bfs.explore(explored, args.max_states, progress)
+    summary = found.to_json(explored)
     summary["config"] = model.cfg.get("name", args.config)
+    if explored is not model:
+        summary["symmetry"] = {"group_size": len(explored.group), "reduced_states": found.distinct_states}
+        if args.symmetry_compare:  # unreduced on the local engine: every engine reports the same counts
+            from kcm.checkers import bfs
+
+            unreduced = (walk.walk(model, args.walks, args.depth, args.seed) if args.walks is not None
+                         else bfs.explore(model, args.max_states))
+            summary["symmetry"]["unreduced_states"] = unreduced.distinct_states
     if args.out:
         folder = Path(args.out)
         folder.mkdir(parents=True, exist_ok=True)
@@ -60,7 +87,12 @@ def main(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
-        print(_text(summary))
+        print(walk.render(summary) if args.walks is not None else _text(summary))
+        if "symmetry" in summary:
+            sym = summary["symmetry"]
+            unreduced = f", {sym['unreduced_states']:,} without" if "unreduced_states" in sym else ""
+            print(f"  symmetry: a group of {sym['group_size']} broker permutation(s), {sym['reduced_states']:,} "
+                  f"states reduced{unreduced}")
     return 1 if summary["counterexamples"] else 0
 
 
