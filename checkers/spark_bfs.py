@@ -15,8 +15,8 @@ import tempfile
 from collections.abc import Callable
 from typing import Any
 
-from kcm.checkers.bfs import Progress, Row, search
-from kcm.checkers.verdicts import Exploration, state_checks, step_checks, successors
+from kcm.checkers.bfs import ProgressFn, Row, search
+from kcm.checkers.verdicts import Exploration, indexed_successors, state_checks, step_checks
 from kcm.model.fingerprint import decode, encode
 
 
@@ -41,26 +41,26 @@ def _expand(model: Any) -> Callable[[Any], Any]:
     def expand(rows: Any) -> Any:
         props = model.properties()
         fingerprint = model.fingerprint
-        for fp, blob in rows:
+        for pos, blob in rows:
             state = decode(blob)
-            for action, nxt, effects in successors(model, state):
+            for aidx, action, nxt, effects in indexed_successors(model, state):
                 bad_step, reached_step = step_checks(model, state, action, nxt, effects, props)
                 bad, reached = state_checks(model, nxt, props)
-                yield (fingerprint(nxt), encode(nxt), fp, action, bad_step, bad, reached_step + reached)
+                yield (fingerprint(nxt), encode(nxt), pos, aidx, action, bad_step, bad, reached_step + reached)
     return expand
 
 
-def explore(model: Any, spark: Any, max_states: int | None = None, progress: Progress | None = None) -> Exploration:
+def explore(model: Any, spark: Any, max_states: int | None = None, progress: ProgressFn | None = None) -> Exploration:
     """Explore every state reachable inside the boundary on Spark, checking every property of the model."""
     sc = spark.sparkContext
     slices = max(1, sc.defaultParallelism)
     expand = _expand(model)
 
     def expand_level(frontier: list[tuple[int, bytes]]) -> list[Row]:
-        rows = sc.parallelize(frontier, min(slices, len(frontier))).mapPartitions(expand).collect()
+        items = [(pos, blob) for pos, (_, blob) in enumerate(frontier)]
+        rows = sc.parallelize(items, min(slices, len(items))).mapPartitions(expand).collect()
         # Same order as the local engine: by parent's position in the frontier, then the model's action order.
-        order = {fp: i for i, (fp, _) in enumerate(frontier)}
-        rows.sort(key=lambda r: order[r[2]])
+        rows.sort(key=lambda r: r[2])
         return rows
 
     return search(model, f"spark {sc.master}", encode, expand_level, decode, max_states, progress)

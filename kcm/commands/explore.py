@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from kcm.checkers.bfs import Progress
 from kcm.reference.bounded import BadConfig, BoundedSystem, load_config
 
 NAME = "explore"
@@ -32,11 +33,12 @@ def main(args: argparse.Namespace) -> int:
         print(f"kcm explore: {err}", file=sys.stderr)
         return 2
 
-    def progress(depth: int, states: int, frontier: int, seconds: float) -> None:
+    def progress(p: Progress) -> None:
         if not args.quiet:
-            rate = states / seconds if seconds else 0.0
-            print(f"level {depth}: {states} distinct states, frontier {frontier}, {rate:,.0f} states/s",
-                  file=sys.stderr, flush=True)
+            eta = "ETA unknown (frontier still growing)" if p.eta_seconds is None else \
+                f"ETA ~{p.eta_seconds:,.0f} s (estimate from the frontier's growth)"
+            print(f"level {p.level}: {p.states:,} distinct states, {p.states_per_second:,.0f} states/s, "
+                  f"frontier {p.frontier:,}, {eta}", file=sys.stderr, flush=True)
 
     if args.engine == "spark":
         from kcm.checkers import spark_bfs
