@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kcm.checkers.bfs import ProgressFn, Row, search
+from kcm.checkers.checkpoint import Checkpointer
 from kcm.checkers.verdicts import Exploration, indexed_successors, state_checks, step_checks
 from kcm.model.fingerprint import decode, encode
 
@@ -50,7 +51,8 @@ def _expand(model: Any) -> Callable[[Any], Any]:
     return expand
 
 
-def explore(model: Any, spark: Any, max_states: int | None = None, progress: ProgressFn | None = None) -> Exploration:
+def explore(model: Any, spark: Any, max_states: int | None = None, progress: ProgressFn | None = None,
+            checkpoint: Checkpointer | None = None, resume: dict[str, Any] | None = None) -> Exploration:
     """Explore every state reachable inside the boundary on Spark, checking every property of the model."""
     sc = spark.sparkContext
     slices = max(1, sc.defaultParallelism)
@@ -63,4 +65,4 @@ def explore(model: Any, spark: Any, max_states: int | None = None, progress: Pro
         rows.sort(key=lambda r: r[2])
         return rows
 
-    return search(model, f"spark {sc.master}", encode, expand_level, decode, max_states, progress)
+    return search(model, f"spark {sc.master}", encode, expand_level, decode, max_states, progress, checkpoint, resume)

@@ -7,7 +7,9 @@ import json
 import sys
 from pathlib import Path
 
+from kcm.checkers import checkpoint
 from kcm.checkers.bfs import Progress
+from kcm.checkers.checkpoint import BadCheckpoint, Checkpointer
 from kcm.reference.bounded import BadConfig, BoundedSystem, load_config
 
 NAME = "explore"
@@ -23,6 +25,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--out", help="write each counterexample as a `kcm run` scenario into this folder")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p.add_argument("--checkpoint", metavar="FILE", help="write a checkpoint to FILE at level boundaries")
+    p.add_argument("--checkpoint-every", metavar="SECONDS", type=float, default=60.0,
+                   help="at most one checkpoint per this many seconds (default 60; 0: at every level)")
+    p.add_argument("--resume", metavar="FILE", help="continue the run saved in this checkpoint (same config)")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -32,6 +38,17 @@ def main(args: argparse.Namespace) -> int:
     except BadConfig as err:
         print(f"kcm explore: {err}", file=sys.stderr)
         return 2
+    if args.checkpoint_every < 0:
+        print("kcm explore: --checkpoint-every must be 0 or more seconds", file=sys.stderr)
+        return 2
+    checkpointer = Checkpointer(args.checkpoint, args.checkpoint_every, model.cfg) if args.checkpoint else None
+    resume = None
+    if args.resume:
+        try:
+            resume = checkpoint.load(args.resume, model.cfg)
+        except BadCheckpoint as err:
+            print(f"kcm explore: {err}", file=sys.stderr)
+            return 2
 
     def progress(p: Progress) -> None:
         if not args.quiet:
@@ -45,13 +62,20 @@ def main(args: argparse.Namespace) -> int:
 
         spark = spark_bfs.spark_session(args.master)
         try:
-            found = spark_bfs.explore(model, spark, args.max_states, progress)
+            found = spark_bfs.explore(model, spark, args.max_states, progress, checkpointer, resume)
+        except OSError as err:
+            print(f"kcm explore: cannot write the checkpoint: {err}", file=sys.stderr)
+            return 2
         finally:
             spark.stop()
     else:
         from kcm.checkers import bfs
 
-        found = bfs.explore(model, args.max_states, progress)
+        try:
+            found = bfs.explore(model, args.max_states, progress, checkpointer, resume)
+        except OSError as err:
+            print(f"kcm explore: cannot write the checkpoint: {err}", file=sys.stderr)
+            return 2
     summary = found.to_json(model)
     summary["config"] = model.cfg.get("name", args.config)
     if args.out:
