@@ -86,15 +86,15 @@ def search(model: Any, engine: str, payload: Callable[[Any], Any],
         sizes = [len(frontier)]
     last_report = 0.0
 
-    def report(level_done: int, new: int) -> None:
+    def report(level_done: int, new: int, force: bool = False) -> None:
         nonlocal last_report
         now = time.perf_counter()
-        if progress is None or now - last_report < progress_every:
+        if progress is None or (now - last_report < progress_every and not force):
             return
         last_report = now
         seconds = spent + now - start
         rate = (len(visited) + new) / seconds if seconds else 0.0
-        progress(Progress(depth + 1, len(visited) + new, len(frontier), seconds, rate,
+        progress(Progress(depth + 1 if frontier else depth, len(visited) + new, len(frontier), seconds, rate,
                           _eta(sizes, len(frontier), level_done, new, expanded + level_done, seconds)))
 
     while frontier:
@@ -145,6 +145,7 @@ def search(model: Any, engine: str, payload: Callable[[Any], Any],
         if max_states is not None and len(visited) >= max_states and frontier:
             found.complete = False
             break
+    report(0, 0, force=True)  # the last line shows where the search ended
     found.distinct_states = len(visited)
     found.depth = depth
     found.seconds = spent + time.perf_counter() - start
@@ -164,6 +165,8 @@ def _drop_seen(visited: Visited, pending: dict[int, Any], keys: list[int]) -> No
 
 def _eta(sizes: list[int], frontier: int, done: int, new: int, expanded: int, seconds: float) -> float | None:
     """Seconds left, estimated: this level's rest, then later levels shrinking at the last growth ratio."""
+    if not frontier:
+        return 0.0
     if not expanded or not seconds:
         return None
     per_state = seconds / expanded

@@ -94,7 +94,7 @@ def _text(s: dict) -> str:
     lines = [f"kcm explore: config {s['config']}, engine {s['engine']}",
              f"  distinct states {s['distinct_states']:,}{'' if s['complete'] else ' (partial: --max-states)'}, "
              f"transitions {s['transitions']:,}, depth {s['depth']}, {s['seconds']} s, "
-             f"{s['states_per_second'] or 0:,} states/s",
+             f"{s['states_per_second'] or 0:,} states/s, visited set {s['bytes_per_state']} bytes/state",
              f"  probability that a fingerprint collision hid a state: <= {s['collision_probability']:.1e}",
              "  properties:"]
     lines += [f"    {name:34} {verdict}" for name, verdict in s["verdicts"].items()]
