@@ -79,20 +79,25 @@ def test_refused_actions_are_not_transitions():
 
 @pytest.mark.spark
 @pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java")
-def test_spark_and_local_agree_on_tiny_and_unclean():
+def test_spark_and_local_agree_on_tiny_default_and_a_bounded_unclean_run():
     from kcm.checkers import spark_bfs
 
     spark = spark_bfs.spark_session("local[2]")
     try:
-        for name in ("tiny", "unclean"):
+        for name, bound in (("tiny", None), ("default", None), ("unclean", 2000)):
             model = BoundedSystem(load_config(name))
-            local = bfs.explore(model, max_states=2000)
-            distributed = spark_bfs.explore(model, spark, max_states=2000)
-            assert (distributed.distinct_states, distributed.transitions, distributed.depth) == (
-                local.distinct_states, local.transitions, local.depth)
+            local = bfs.explore(model, max_states=bound)
+            distributed = spark_bfs.explore(model, spark, max_states=bound)
+            assert (distributed.distinct_states, distributed.transitions, distributed.depth, distributed.complete) == (
+                local.distinct_states, local.transitions, local.depth, local.complete)
             assert distributed.verdicts(model.properties()) == local.verdicts(model.properties())
             assert {k: len(v) for k, v in distributed.violations.items()} == {
                 k: len(v) for k, v in local.violations.items()}
+            for trace in distributed.violations.values():  # rebuilt from the partitions' parent links: it replays
+                state = model.init_states()[0]
+                for action in trace:
+                    state = model.next_state(state, action)
+                    assert state is not None
     finally:
         spark.stop()
 
@@ -165,3 +170,32 @@ def _local_levels(model):
                 bad_step, reached = step_checks(model, state, action, nxt, effects, props)
                 yield model.fingerprint(nxt), nxt, pos, aidx, action, bad_step, None, reached
     return expand_level
+
+
+def test_partitioned_rounds_without_spark_give_the_local_counts():
+    """The per-partition round logic (label-corrected local closure) on its own, partitions simulated in-process."""
+    from kcm.checkers.spark_bfs import NO_PARENT, PartitionStore, run_round
+    from kcm.model.fingerprint import encode
+
+    model = BoundedSystem(load_config("tiny"))
+    local = bfs.explore(model)
+    for parts, levels in ((2, 4), (3, 10), (1, 3)):
+        stores = [PartitionStore(i) for i in range(parts)]
+        inbox: dict[int, list] = {i: [] for i in range(parts)}
+        for i, s in enumerate(model.init_states()):
+            fp = model.fingerprint(s)
+            inbox[fp % parts].append((fp, (0, NO_PARENT, i, encode(s))))
+        rounds = 0
+        while any(inbox.values()) or any(s.pending() for s in stores):
+            rounds += 1
+            sent: dict[int, list] = {i: [] for i in range(parts)}
+            for i in range(parts):
+                for fp, cand in run_round(stores[i], inbox[i], model, parts, levels, 20000):
+                    assert fp % parts != i or levels == 1  # only foreign states are shipped
+                    sent[fp % parts].append((fp, cand))
+            inbox = sent
+        stats = [s.stats() for s in stores]
+        assert sum(s["states"] for s in stats) == local.distinct_states
+        assert sum(s["transitions"] for s in stats) == local.transitions
+        assert max(s["depth"] for s in stats) == local.depth
+        assert rounds <= local.depth + 1

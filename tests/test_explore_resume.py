@@ -72,3 +72,11 @@ def test_resume_of_a_finished_tiny_run_gives_the_same_summary(tmp_path, capsys):
     assert main(["explore", "--config", "tiny", "--quiet", "--json", "--resume", str(ckpt)]) == 0
     again = json.loads(capsys.readouterr().out)
     assert {k: again[k] for k in KEYS} == {k: whole[k] for k in KEYS}
+
+
+def test_checkpoint_options_are_checked(tmp_path, capsys):
+    ckpt = str(tmp_path / "x.ckpt")
+    assert main(["explore", "--config", "tiny", "--engine", "spark", "--checkpoint", ckpt]) == 2
+    assert "--engine local only" in capsys.readouterr().err
+    assert main(["explore", "--config", "tiny", "--checkpoint", ckpt, "--checkpoint-every", "-1"]) == 2
+    assert "--checkpoint-every" in capsys.readouterr().err

@@ -20,7 +20,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """Declare the options of `kcm explore`."""
     p.add_argument("--config", default="tiny", help="a config name from specs/configs/ or a path (default: tiny)")
     p.add_argument("--engine", choices=("local", "spark"), default="local")
-    p.add_argument("--master", default="local[*]", help="Spark master URL (spark engine)")
+    p.add_argument("--master", default="local[*]", help="any Spark master URL (spark engine; default local[*])")
+    p.add_argument("--local-levels", type=int, default=4, metavar="N",
+                   help="spark engine: levels each partition expands on its own before a shuffle (default 4)")
     p.add_argument("--max-states", type=int, help="stop after this many distinct states (the run is then partial)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--out", help="write each counterexample as a `kcm run` scenario into this folder")
@@ -42,6 +44,12 @@ def main(args: argparse.Namespace) -> int:
         print("kcm explore: --checkpoint-every must be 0 or more seconds", file=sys.stderr)
         return 2
     checkpointer = Checkpointer(args.checkpoint, args.checkpoint_every, model.cfg) if args.checkpoint else None
+    if args.engine == "spark" and (args.checkpoint or args.resume):
+        print("kcm explore: --checkpoint and --resume work with --engine local only", file=sys.stderr)
+        return 2
+    if args.local_levels < 1:
+        print("kcm explore: --local-levels must be at least 1", file=sys.stderr)
+        return 2
     resume = None
     if args.resume:
         try:
@@ -62,10 +70,7 @@ def main(args: argparse.Namespace) -> int:
 
         spark = spark_bfs.spark_session(args.master)
         try:
-            found = spark_bfs.explore(model, spark, args.max_states, progress, checkpointer, resume)
-        except OSError as err:
-            print(f"kcm explore: cannot write the checkpoint: {err}", file=sys.stderr)
-            return 2
+            found = spark_bfs.explore(model, spark, args.max_states, progress, local_levels=args.local_levels)
         finally:
             spark.stop()
     else:
