@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from kcm.checkers.checkpoint import Checkpointer
+from kcm.checkers.checkpoint import BadCheckpoint, Checkpointer
 from kcm.checkers.verdicts import Exploration, indexed_successors, state_checks, step_checks
 from kcm.checkers.visited import FP, Visited, replay
 
@@ -59,6 +59,8 @@ def search(model: Any, engine: str, payload: Callable[[Any], Any],
         return replay(model, root, steps)
 
     if resume is not None:
+        if resume.get("engine", "local") != "local":
+            raise BadCheckpoint("a checkpoint of the spark engine: resume it with --engine spark")
         visited = Visited.from_arrays(resume["visited"])
         frontier = [(fp, payload(s)) for fp, s in zip(resume["frontier_fps"], resume["frontier_states"], strict=True)]
         found.transitions, found.violations = resume["transitions"], dict(resume["violations"])
@@ -99,7 +101,7 @@ def search(model: Any, engine: str, payload: Callable[[Any], Any],
 
     while frontier:
         if checkpoint is not None and checkpoint.due():
-            checkpoint.write({
+            checkpoint.write({"engine": "local",
                 "visited": visited.arrays(), "frontier_fps": [fp for fp, _ in frontier],
                 "frontier_states": [state_of(item) for _, item in frontier], "transitions": found.transitions,
                 "violations": found.violations, "reached": sorted(found.reached), "depth": depth, "sizes": sizes,

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from kcm.checkers.bfs import Progress, ProgressFn
+from kcm.checkers.checkpoint import BadCheckpoint, Checkpointer
 from kcm.checkers.verdicts import Exploration, indexed_successors, state_checks, step_checks
 from kcm.checkers.visited import replay
 from kcm.model.fingerprint import decode, encode
@@ -157,7 +158,8 @@ def run_round(store: PartitionStore, incoming: Iterable[tuple[int, Candidate]], 
 
 
 def explore(model: Any, spark: Any, max_states: int | None = None, progress: ProgressFn | None = None,
-            local_levels: int = 4, budget: int = 20000, partitions: int | None = None) -> Exploration:
+            local_levels: int = 4, budget: int = 20000, partitions: int | None = None,
+            checkpoint: Checkpointer | None = None, resume: dict[str, Any] | None = None) -> Exploration:
     """Explore every state reachable inside the boundary on Spark, checking every property of the model."""
     from pyspark import StorageLevel
 
@@ -187,11 +189,26 @@ def explore(model: Any, spark: Any, max_states: int | None = None, progress: Pro
             yield from out
         return run
 
-    seeds = [(model.fingerprint(s), (0, NO_PARENT, i, encode(s))) for i, s in enumerate(model.init_states())]
-    stores = sc.parallelize([(i, PartitionStore(i)) for i in range(parts)], parts).partitionBy(parts, owner)
-    cands = sc.parallelize(seeds, 1).partitionBy(parts, owner)
-    rounds, old = 0, None
+    rounds, old, spent = 0, None, 0.0
+    if resume is None:
+        seeds = [(model.fingerprint(s), (0, NO_PARENT, i, encode(s))) for i, s in enumerate(model.init_states())]
+        stores = sc.parallelize([(i, PartitionStore(i)) for i in range(parts)], parts).partitionBy(parts, owner)
+        cands = sc.parallelize(seeds, 1).partitionBy(parts, owner)
+    else:
+        if resume.get("engine") != "spark":
+            raise BadCheckpoint("a checkpoint of the local engine: resume it with --engine local")
+        if resume["partitions"] != parts or resume["max_states"] != max_states:
+            raise BadCheckpoint(f"made with {resume['partitions']} partitions and --max-states {resume['max_states']}"
+                                f"; resume with the same (a master with {resume['partitions']} cores)")
+        stores = sc.parallelize([(st.index, st) for st in resume["stores"]], parts).partitionBy(parts, owner)
+        cands = sc.parallelize(resume["cands"], parts).partitionBy(parts, owner)
+        rounds, spent = resume["rounds"], resume["seconds"]
     while True:
+        if checkpoint is not None and checkpoint.due():
+            # The one place where the driver gathers the partitions' stores: only when a checkpoint is due.
+            checkpoint.write({"engine": "spark", "partitions": parts, "max_states": max_states, "rounds": rounds,
+                              "stores": [kv[1] for kv in stores.collect()], "cands": cands.collect(),
+                              "seconds": spent + time.perf_counter() - start})
         levels = modes[rounds % len(modes)]
         rounds += 1
         joined = stores.union(cands)
@@ -213,7 +230,7 @@ def explore(model: Any, spark: Any, max_states: int | None = None, progress: Pro
         pending = sum(s["pending"] + s["shipped"] for s in stats)
         depth = max(s["depth"] for s in stats)
         if progress:
-            seconds = time.perf_counter() - start
+            seconds = spent + time.perf_counter() - start
             progress(Progress(depth, states, pending, seconds, states / seconds if seconds else 0.0,
                               0.0 if not pending else None))
         if not pending:
@@ -231,7 +248,7 @@ def explore(model: Any, spark: Any, max_states: int | None = None, progress: Pro
         for name, witness in s["violations"].items():
             best[name] = min(best.get(name, witness), witness)
     found.violations = _traces(model, stores, owner, best)
-    found.seconds = time.perf_counter() - start
+    found.seconds = spent + time.perf_counter() - start
     found.bytes_per_state = _bytes_per_state(stores, states)
     old.unpersist()
     return found

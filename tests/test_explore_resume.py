@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 import pickle
+import shutil
 import signal
 import subprocess
 import sys
 import time
+
+import pytest
 
 from kcm.cli import main
 
@@ -76,7 +79,41 @@ def test_resume_of_a_finished_tiny_run_gives_the_same_summary(tmp_path, capsys):
 
 def test_checkpoint_options_are_checked(tmp_path, capsys):
     ckpt = str(tmp_path / "x.ckpt")
-    assert main(["explore", "--config", "tiny", "--engine", "spark", "--checkpoint", ckpt]) == 2
-    assert "--engine local only" in capsys.readouterr().err
+    assert main(["explore", "--config", "tiny", "--checkpoint", str(tmp_path), "--checkpoint-every", "0"]) == 2
+    assert "kcm explore:" in capsys.readouterr().err  # a folder is not a file to write: an error, no traceback
     assert main(["explore", "--config", "tiny", "--checkpoint", ckpt, "--checkpoint-every", "-1"]) == 2
     assert "--checkpoint-every" in capsys.readouterr().err
+
+
+@pytest.mark.spark
+@pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java")
+def test_spark_run_resumed_from_a_middle_round_ends_with_the_same_counts(tmp_path, capsys):
+    from kcm.checkers import bfs, spark_bfs
+    from kcm.checkers.checkpoint import FORMAT, BadCheckpoint, Checkpointer
+    from kcm.reference.bounded import BoundedSystem, load_config
+
+    class Keep(Checkpointer):
+        """Keeps every snapshot (as a resumed run would read it back) instead of only the last one."""
+
+        snapshots: list = []
+
+        def write(self, snapshot):
+            self.snapshots.append(pickle.loads(pickle.dumps(dict(snapshot, format=FORMAT, key=self.key))))
+
+    model = BoundedSystem(load_config("default"))
+    spark = spark_bfs.spark_session("local[2]")
+    try:
+        keep = Keep(tmp_path / "unused", 0, model.cfg)
+        whole = spark_bfs.explore(model, spark, checkpoint=keep)
+        assert len(keep.snapshots) > 3
+        middle = keep.snapshots[len(keep.snapshots) // 2]
+        resumed = spark_bfs.explore(model, spark, resume=middle)
+        assert (resumed.distinct_states, resumed.transitions, resumed.depth) == (
+            whole.distinct_states, whole.transitions, whole.depth) == (18943, 28725, 12)
+        assert resumed.verdicts(model.properties()) == whole.verdicts(model.properties())
+        with pytest.raises(BadCheckpoint):
+            bfs.explore(model, resume=middle)  # a Spark checkpoint is not the local engine's
+        with pytest.raises(BadCheckpoint):
+            spark_bfs.explore(model, spark, max_states=100, resume=middle)
+    finally:
+        spark.stop()

@@ -27,7 +27,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--out", help="write each counterexample as a `kcm run` scenario into this folder")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
-    p.add_argument("--checkpoint", metavar="FILE", help="write a checkpoint to FILE at level boundaries")
+    p.add_argument("--checkpoint", metavar="FILE", help="write a checkpoint to FILE at level (spark: round) boundaries")
     p.add_argument("--checkpoint-every", metavar="SECONDS", type=float, default=60.0,
                    help="at most one checkpoint per this many seconds (default 60; 0: at every level)")
     p.add_argument("--resume", metavar="FILE", help="continue the run saved in this checkpoint (same config)")
@@ -44,9 +44,6 @@ def main(args: argparse.Namespace) -> int:
         print("kcm explore: --checkpoint-every must be 0 or more seconds", file=sys.stderr)
         return 2
     checkpointer = Checkpointer(args.checkpoint, args.checkpoint_every, model.cfg) if args.checkpoint else None
-    if args.engine == "spark" and (args.checkpoint or args.resume):
-        print("kcm explore: --checkpoint and --resume work with --engine local only", file=sys.stderr)
-        return 2
     if args.local_levels < 1:
         print("kcm explore: --local-levels must be at least 1", file=sys.stderr)
         return 2
@@ -70,7 +67,11 @@ def main(args: argparse.Namespace) -> int:
 
         spark = spark_bfs.spark_session(args.master)
         try:
-            found = spark_bfs.explore(model, spark, args.max_states, progress, local_levels=args.local_levels)
+            found = spark_bfs.explore(model, spark, args.max_states, progress, local_levels=args.local_levels,
+                                      checkpoint=checkpointer, resume=resume)
+        except (OSError, BadCheckpoint) as err:
+            print(f"kcm explore: {err}", file=sys.stderr)
+            return 2
         finally:
             spark.stop()
     else:
@@ -78,8 +79,8 @@ def main(args: argparse.Namespace) -> int:
 
         try:
             found = bfs.explore(model, args.max_states, progress, checkpointer, resume)
-        except OSError as err:
-            print(f"kcm explore: cannot write the checkpoint: {err}", file=sys.stderr)
+        except (OSError, BadCheckpoint) as err:
+            print(f"kcm explore: {err}", file=sys.stderr)
             return 2
     summary = found.to_json(model)
     summary["config"] = model.cfg.get("name", args.config)
