@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from kcm.checkers.bfs import Progress, ProgressFn
+from kcm.checkers.bfs import Progress, ProgressFn, _eta
 from kcm.checkers.checkpoint import BadCheckpoint, Checkpointer
 from kcm.checkers.verdicts import Exploration, indexed_successors, state_checks, step_checks
 from kcm.checkers.visited import replay
@@ -190,6 +190,7 @@ def explore(model: Any, spark: Any, max_states: int | None = None, progress: Pro
         return run
 
     rounds, old, spent = 0, None, 0.0
+    history: list[int] = []  # work left after each round, for the estimate of the time left
     if resume is None:
         seeds = [(model.fingerprint(s), (0, NO_PARENT, i, encode(s))) for i, s in enumerate(model.init_states())]
         stores = sc.parallelize([(i, PartitionStore(i)) for i in range(parts)], parts).partitionBy(parts, owner)
@@ -231,8 +232,9 @@ def explore(model: Any, spark: Any, max_states: int | None = None, progress: Pro
         depth = max(s["depth"] for s in stats)
         if progress:
             seconds = spent + time.perf_counter() - start
+            history.append(pending)
             progress(Progress(depth, states, pending, seconds, states / seconds if seconds else 0.0,
-                              0.0 if not pending else None))
+                              _eta(history, pending, 0, 0, max(1, states - pending), seconds)))
         if not pending:
             break
         if max_states is not None and levels == 0 and states >= max_states:
