@@ -18,6 +18,8 @@ class Exploration:
     depth: int = 0
     seconds: float = 0.0
     complete: bool = True  # False when --max-states stopped it
+    bytes_per_state: float = 0.0  # memory of the visited set (fingerprints and parent links) per distinct state
+    visited: Any = field(default=None, repr=False)  # the compact visited set (checkers.visited.Visited)
     violations: dict[str, list[Any]] = field(default_factory=dict)  # property -> shortest action trace
     reached: set[str] = field(default_factory=set)  # sometimes-properties reached
 
@@ -42,6 +44,7 @@ class Exploration:
                 "depth": self.depth, "seconds": round(self.seconds, 3), "complete": self.complete,
                 "states_per_second": round(self.distinct_states / self.seconds) if self.seconds else None,
                 "collision_probability": self.collision_probability(),
+                "bytes_per_state": round(self.bytes_per_state, 1),
                 "verdicts": self.verdicts(props),
                 "counterexamples": {name: {"length": len(trace), "scenario": model.scenario(trace)}
                                     for name, trace in sorted(self.violations.items())}}
@@ -84,4 +87,19 @@ def successors(model: Any, state: Any) -> list[tuple[Any, Any, Any]]:
             continue
         if nxt != state and model.within_boundary(nxt):
             out.append((action, nxt, effects))
+    return out
+
+
+def indexed_successors(model: Any, state: Any) -> list[tuple[int, Any, Any, Any]]:
+    """Like `successors`, with each action's position in `model.actions(state)` first (for compact parent links)."""
+    from kcm.model.errors import KcmError
+
+    out = []
+    for i, action in enumerate(model.actions(state)):
+        try:
+            nxt, effects = model.step(state, action)
+        except KcmError:
+            continue
+        if nxt != state and model.within_boundary(nxt):
+            out.append((i, action, nxt, effects))
     return out

@@ -79,19 +79,123 @@ def test_refused_actions_are_not_transitions():
 
 @pytest.mark.spark
 @pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java")
-def test_spark_and_local_agree_on_tiny_and_unclean():
+def test_spark_and_local_agree_on_tiny_default_and_a_bounded_unclean_run():
     from kcm.checkers import spark_bfs
 
     spark = spark_bfs.spark_session("local[2]")
     try:
-        for name in ("tiny", "unclean"):
+        for name, bound in (("tiny", None), ("default", None), ("unclean", 2000)):
             model = BoundedSystem(load_config(name))
-            local = bfs.explore(model, max_states=2000)
-            distributed = spark_bfs.explore(model, spark, max_states=2000)
-            assert (distributed.distinct_states, distributed.transitions, distributed.depth) == (
-                local.distinct_states, local.transitions, local.depth)
+            local = bfs.explore(model, max_states=bound)
+            distributed = spark_bfs.explore(model, spark, max_states=bound)
+            assert (distributed.distinct_states, distributed.transitions, distributed.depth, distributed.complete) == (
+                local.distinct_states, local.transitions, local.depth, local.complete)
             assert distributed.verdicts(model.properties()) == local.verdicts(model.properties())
             assert {k: len(v) for k, v in distributed.violations.items()} == {
                 k: len(v) for k, v in local.violations.items()}
+            for trace in distributed.violations.values():  # rebuilt from the partitions' parent links: it replays
+                state = model.init_states()[0]
+                for action in trace:
+                    state = model.next_state(state, action)
+                    assert state is not None
     finally:
         spark.stop()
+
+
+def test_compact_visited_set_rebuilds_every_state_by_replay():
+    from kcm.checkers.visited import replay
+
+    model = BoundedSystem(load_config("tiny"))
+    found = bfs.explore(model)
+    visited = found.visited
+    assert found.bytes_per_state <= 32 and len(visited) == found.distinct_states
+    assert len(visited.parents) == found.depth + 1
+    # Every (level, position) replays, by action positions from an initial state, to a distinct visited state
+    # whose shortest distance is its level: the parent links lose nothing.
+    reached: dict[int, int] = {}
+    for level, parents in enumerate(visited.parents):
+        for index in range(parents.size):
+            root, steps = visited.path(level, index)
+            assert len(steps) == level
+            state = model.init_states()[root]
+            for action in replay(model, root, steps):
+                state = model.next_state(state, action)
+            reached[model.fingerprint(state)] = level
+    assert sorted(reached) == visited.seen.tolist()
+
+
+def test_counterexample_replays_through_the_compact_parent_links():
+    model = BoundedSystem(load_config("unclean"))
+    found = bfs.explore(model, max_states=3000)
+    trace = found.violations["acked_records_survive"]
+    assert len(trace) == 3  # the shortest: found at depth 3 of the breadth-first order
+    state = model.init_states()[0]
+    for action in trace:
+        assert action in model.actions(state)
+        state = model.next_state(state, action)
+    prop = next(p for p in model.properties() if p.name == "acked_records_survive")
+    assert not prop.condition(model, state)
+
+
+def test_progress_lines_on_stderr_unless_quiet(capsys):
+    assert main(["explore", "--config", "tiny"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err and all(line.startswith("level ") and "distinct states" in line and "states/s" in line
+                       and "frontier" in line and "ETA" in line for line in err)
+    assert any("estimate" in line for line in err)
+    assert main(["explore", "--config", "tiny", "--quiet"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_progress_reports_every_level_when_asked_and_the_estimate_is_finite_once_levels_shrink():
+    reports: list[bfs.Progress] = []
+    model = BoundedSystem(load_config("tiny"))
+    found = bfs.search(model, "local", lambda s: s, _local_levels(model), lambda s: s,
+                       progress=reports.append, progress_every=0.0)
+    assert reports[-1].states == found.distinct_states and reports[-1].frontier == 0
+    assert [r.states for r in reports] == sorted(r.states for r in reports)
+    assert reports[-2].eta_seconds is not None and reports[-2].eta_seconds >= 0
+    assert bfs._eta([1, 4, 16], 16, 0, 0, 21, 1.0) is None  # a frontier still growing has no estimate
+
+
+def _local_levels(model):
+    """The local engine's level expansion, for calling `search` directly."""
+    from kcm.checkers.verdicts import indexed_successors, step_checks
+
+    props = model.properties()
+
+    def expand_level(frontier):
+        for pos, (_, state) in enumerate(frontier):
+            for aidx, action, nxt, effects in indexed_successors(model, state):
+                bad_step, reached = step_checks(model, state, action, nxt, effects, props)
+                yield model.fingerprint(nxt), nxt, pos, aidx, action, bad_step, None, reached
+    return expand_level
+
+
+def test_partitioned_rounds_without_spark_give_the_local_counts():
+    """The per-partition round logic (label-corrected local closure) on its own, partitions simulated in-process."""
+    from kcm.checkers.spark_bfs import NO_PARENT, PartitionStore, run_round
+    from kcm.model.fingerprint import encode
+
+    model = BoundedSystem(load_config("tiny"))
+    local = bfs.explore(model)
+    for parts, levels in ((2, 4), (3, 10), (1, 3)):
+        stores = [PartitionStore(i) for i in range(parts)]
+        inbox: dict[int, list] = {i: [] for i in range(parts)}
+        for i, s in enumerate(model.init_states()):
+            fp = model.fingerprint(s)
+            inbox[fp % parts].append((fp, (0, NO_PARENT, i, encode(s))))
+        rounds = 0
+        while any(inbox.values()) or any(s.pending() for s in stores):
+            rounds += 1
+            sent: dict[int, list] = {i: [] for i in range(parts)}
+            for i in range(parts):
+                for fp, cand in run_round(stores[i], inbox[i], model, parts, levels, 20000):
+                    assert fp % parts != i or levels == 1  # only foreign states are shipped
+                    sent[fp % parts].append((fp, cand))
+            inbox = sent
+        stats = [s.stats() for s in stores]
+        assert sum(s["states"] for s in stats) == local.distinct_states
+        assert sum(s["transitions"] for s in stats) == local.transitions
+        assert max(s["depth"] for s in stats) == local.depth
+        assert rounds <= local.depth + 1

@@ -7,7 +7,9 @@ import json
 import sys
 from pathlib import Path
 
-from kcm.checkers import walk
+from kcm.checkers import checkpoint, walk
+from kcm.checkers.bfs import Progress
+from kcm.checkers.checkpoint import BadCheckpoint, Checkpointer
 from kcm.checkers.symmetry import SymmetricModel
 from kcm.reference.bounded import BadConfig, BoundedSystem, load_config
 
@@ -19,7 +21,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """Declare the options of `kcm explore`."""
     p.add_argument("--config", default="tiny", help="a config name from specs/configs/ or a path (default: tiny)")
     p.add_argument("--engine", choices=("local", "spark"), default="local")
-    p.add_argument("--master", default="local[*]", help="Spark master URL (spark engine)")
+    p.add_argument("--master", default="local[*]", help="any Spark master URL (spark engine; default local[*])")
+    p.add_argument("--local-levels", type=int, default=4, metavar="N",
+                   help="spark engine: levels each partition expands on its own before a shuffle (default 4)")
     p.add_argument("--max-states", type=int, help="stop after this many distinct states (the run is then partial)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--out", help="write each counterexample as a `kcm run` scenario into this folder")
@@ -30,6 +34,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--symmetry", action="store_true", help="reduce by the config's interchangeable brokers")
     p.add_argument("--symmetry-compare", action="store_true",
                    help="with --symmetry, also run unreduced and report both counts")
+    p.add_argument("--checkpoint", metavar="FILE", help="write a checkpoint to FILE at level (spark: round) boundaries")
+    p.add_argument("--checkpoint-every", metavar="SECONDS", type=float, default=60.0,
+                   help="at most one checkpoint per this many seconds (default 60; 0: at every level)")
+    p.add_argument("--resume", metavar="FILE", help="continue the run saved in this checkpoint (same config)")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -43,12 +51,27 @@ def main(args: argparse.Namespace) -> int:
     except (BadConfig, ValueError) as err:
         print(f"kcm explore: {err}", file=sys.stderr)
         return 2
+    if args.checkpoint_every < 0:
+        print("kcm explore: --checkpoint-every must be 0 or more seconds", file=sys.stderr)
+        return 2
+    checkpointer = Checkpointer(args.checkpoint, args.checkpoint_every, model.cfg) if args.checkpoint else None
+    if args.local_levels < 1:
+        print("kcm explore: --local-levels must be at least 1", file=sys.stderr)
+        return 2
+    resume = None
+    if args.resume:
+        try:
+            resume = checkpoint.load(args.resume, model.cfg)
+        except BadCheckpoint as err:
+            print(f"kcm explore: {err}", file=sys.stderr)
+            return 2
 
-    def progress(depth: int, states: int, frontier: int, seconds: float) -> None:
+    def progress(p: Progress) -> None:
         if not args.quiet:
-            rate = states / seconds if seconds else 0.0
-            print(f"level {depth}: {states} distinct states, frontier {frontier}, {rate:,.0f} states/s",
-                  file=sys.stderr, flush=True)
+            eta = "ETA unknown (frontier still growing)" if p.eta_seconds is None else \
+                f"ETA ~{p.eta_seconds:,.0f} s (estimate from the frontier's growth)"
+            print(f"level {p.level}: {p.states:,} distinct states, {p.states_per_second:,.0f} states/s, "
+                  f"frontier {p.frontier:,}, {eta}", file=sys.stderr, flush=True)
 
     def walk_progress(walks: int, states: int, seconds: float) -> None:
         if not args.quiet:
@@ -62,13 +85,21 @@ def main(args: argparse.Namespace) -> int:
 
         spark = spark_bfs.spark_session(args.master)
         try:
-            found = spark_bfs.explore(explored, spark, args.max_states, progress)
+            found = spark_bfs.explore(explored, spark, args.max_states, progress, local_levels=args.local_levels,
+                                      checkpoint=checkpointer, resume=resume)
+        except (OSError, BadCheckpoint) as err:
+            print(f"kcm explore: {err}", file=sys.stderr)
+            return 2
         finally:
             spark.stop()
     else:
         from kcm.checkers import bfs
 
-        found = bfs.explore(explored, args.max_states, progress)
+        try:
+            found = bfs.explore(explored, args.max_states, progress, checkpointer, resume)
+        except (OSError, BadCheckpoint) as err:
+            print(f"kcm explore: {err}", file=sys.stderr)
+            return 2
     summary = found.to_json(explored)
     summary["config"] = model.cfg.get("name", args.config)
     if explored is not model:
@@ -100,7 +131,7 @@ def _text(s: dict) -> str:
     lines = [f"kcm explore: config {s['config']}, engine {s['engine']}",
              f"  distinct states {s['distinct_states']:,}{'' if s['complete'] else ' (partial: --max-states)'}, "
              f"transitions {s['transitions']:,}, depth {s['depth']}, {s['seconds']} s, "
-             f"{s['states_per_second'] or 0:,} states/s",
+             f"{s['states_per_second'] or 0:,} states/s, visited set {s['bytes_per_state']} bytes/state",
              f"  probability that a fingerprint collision hid a state: <= {s['collision_probability']:.1e}",
              "  properties:"]
     lines += [f"    {name:34} {verdict}" for name, verdict in s["verdicts"].items()]
