@@ -21,6 +21,7 @@ from kcm.model.interface import Property
 from kcm.properties import controller as controller_properties
 from kcm.properties import dataplane as dataplane_properties
 from kcm.reference import api
+from kcm.reference.dataplane import canonical_zk_versions
 
 FAMILIES = ("broker_failure", "controlled_shutdown", "controller_failover", "reassignment", "preferred",
             "data_plane", "deletion")
@@ -170,8 +171,8 @@ class BoundedSystem:
         return all(len(r.log) <= self.bounds["max_records"] for _, r in state.replicas)
 
     def fingerprint(self, state: Cluster) -> int:
-        """The stable 64-bit fingerprint."""
-        return fingerprint(state)
+        """The stable 64-bit fingerprint of the state's canonical form (zkVersions renumbered, see dataplane)."""
+        return fingerprint(canonical_zk_versions(state))
 
     def scenario(self, actions: list[Any]) -> dict[str, Any]:
         """A `kcm run` scenario that replays a trace of this system from its initial state."""

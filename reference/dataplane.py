@@ -277,3 +277,50 @@ def leader_log(state: Any, tp: tuple) -> tuple[int, ...] | None:
     if data is None or broker is None or not broker.alive or data.leader != lai.leader:
         return None
     return data.log
+
+
+# -- the bounded system's canonical form ------------------------------------------------------------
+
+
+def canonical_zk_versions(state: Any) -> Any:
+    """The state with each partition's zkVersions renumbered densely (order kept): the explorer's canonical form.
+
+    A leader's ISR shrink or expansion bumps the znode's zkVersion and nothing else, so shrink-expand cycles make
+    it grow without a bound. The model only ever compares zkVersions for equality and writes current + 1, and in
+    the bounded system a znode is created once and only grows, so every value held is at most the znode's:
+    renumbering the values of one partition 0, 1, ... in their order keeps every equality now and after any
+    future write, and the properties never read a zkVersion. Values above the znode's (a replica of an earlier
+    incarnation of a re-created topic) keep their distance to it.
+    """
+    znodes = dict(state.zk.partitions)
+    if not znodes:
+        return state
+    cached = dict(state.ctx.leadership)
+    held: dict[tuple, set[int]] = {}
+    for tp, lai in znodes.items():
+        held[tp] = {lai.zk_version}
+    for tp, lai in cached.items():
+        if tp in held:
+            held[tp].add(lai.zk_version)
+    for (topic, part, _), data in state.replicas:
+        if (topic, part) in held:
+            held[(topic, part)].add(data.zk_version)
+    renumber: dict[tuple, dict[int, int]] = {}
+    for tp, values in held.items():
+        top = znodes[tp].zk_version
+        below = sorted(v for v in values if v <= top)
+        if below == list(range(len(below))) and all(v <= top for v in values):
+            continue  # already dense: the common case costs no rebuild
+        mapping = {v: i for i, v in enumerate(below)}
+        mapping.update({v: mapping[top] + v - top for v in values if v > top})
+        renumber[tp] = mapping
+    if not renumber:
+        return state
+
+    def fix(tp: tuple, lai: Any) -> Any:
+        return lai._replace(zk_version=renumber[tp][lai.zk_version]) if tp in renumber else lai
+
+    zk = state.zk._replace(partitions=freeze({tp: fix(tp, lai) for tp, lai in znodes.items()}))
+    ctx = state.ctx._replace(leadership=freeze({tp: fix(tp, lai) for tp, lai in cached.items()}))
+    replicas = freeze({key: fix(key[:2], data) for key, data in state.replicas})
+    return state._replace(zk=zk, ctx=ctx, replicas=replicas)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from kcm.checkers import bfs
 from kcm.checkers.hypothesis_machine import ContractModel
 from kcm.model import actions as A
 from kcm.model.cluster import ClusterConfig
@@ -17,6 +18,8 @@ from kcm.model.errors import KcmError
 from kcm.model.interface import ALWAYS, SOMETIMES, STEP
 from kcm.properties.dataplane import PROPERTIES
 from kcm.reference import api
+from kcm.reference.bounded import BoundedSystem
+from kcm.reference.dataplane import canonical_zk_versions
 
 TP = ("t", 0)
 ALPHABET = (A.Produce(TP, 1, "all"), A.Replicate(TP), A.IsrShrink(TP, 1), A.BrokerFail(0), A.BrokerFail(1),
@@ -84,3 +87,46 @@ def test_kip101_loss_is_reached_by_search_under_high_watermark_only() -> None:
     assert broken["acked_records_survive"] == loss
     for variant in ("leader_epoch", "kip279", "kip320"):
         assert explore(ClusterConfig((0, 1, 2), truncation=variant), 6, CRASHES)[0] == {}, variant
+
+
+SMALL = {"name": "small-data-plane", "brokers": [0, 1], "topics": {"t": {"0": [0, 1]}},
+         "families": ["broker_failure", "data_plane"],
+         "bounds": {"max_failures": 1, "max_restarts": 1, "max_leader_epoch": 3, "max_records": 1}}
+
+
+def test_isr_shrink_expand_cycles_fold_into_one_state() -> None:
+    # A leader's shrink then expansion leaves everything as it was but the zkVersions; the canonical form renumbers
+    # them, so the explorer sees one state where the raw values would make a new one per cycle.
+    model = BoundedSystem(SMALL)
+    cycle = model.next_state(model.next_state(model.init_states()[0], A.IsrShrink(TP, 1)), A.Replicate(TP))
+    state = cycle
+    for _ in range(2):
+        state = model.next_state(state, A.IsrShrink(TP, 1))
+        state = model.next_state(state, A.Replicate(TP))
+    assert state != cycle and dict(state.zk.partitions)[TP].zk_version == 6
+    assert model.fingerprint(state) == model.fingerprint(cycle)
+    shrunk = model.next_state(state, A.IsrShrink(TP, 1))
+    assert model.fingerprint(shrunk) != model.fingerprint(cycle)
+
+
+def test_canonical_form_keeps_which_zk_versions_are_equal() -> None:
+    # The follower keeps the zkVersion of its last LeaderAndIsr; the leader's write goes through only while its own
+    # equals the znode's. Renumbering must keep both facts.
+    model = BoundedSystem(SMALL)
+    state = model.init_states()[0]
+    for _ in range(4):
+        state = model.next_state(state, A.IsrShrink(TP, 1))
+        state = model.next_state(state, A.Replicate(TP))
+    canon = canonical_zk_versions(state)
+    versions = {k[2]: d.zk_version for k, d in canon.replicas}
+    assert dict(canon.zk.partitions)[TP].zk_version == versions[0] == 1 and versions[1] == 0
+    assert canonical_zk_versions(canon) == canon
+    again = model.next_state(canon, A.IsrShrink(TP, 1))
+    assert model.fingerprint(again) == model.fingerprint(model.next_state(state, A.IsrShrink(TP, 1)))
+
+
+def test_data_plane_exploration_closes() -> None:
+    found = bfs.explore(BoundedSystem(SMALL))
+    verdicts = found.verdicts(BoundedSystem(SMALL).properties())
+    assert found.complete and found.distinct_states < 1000
+    assert verdicts["some_record_acked"] == "reached" and verdicts["acked_records_survive"] == "holds"
