@@ -18,7 +18,7 @@ from kcm.model.errors import KcmError
 from kcm.model.interface import ALWAYS, SOMETIMES, STEP
 from kcm.properties.dataplane import PROPERTIES
 from kcm.reference import api
-from kcm.reference.bounded import BoundedSystem
+from kcm.reference.bounded import BoundedSystem, load_config
 from kcm.reference.dataplane import canonical_zk_versions
 
 TP = ("t", 0)
@@ -130,3 +130,21 @@ def test_data_plane_exploration_closes() -> None:
     verdicts = found.verdicts(BoundedSystem(SMALL).properties())
     assert found.complete and found.distinct_states < 1000
     assert verdicts["some_record_acked"] == "reached" and verdicts["acked_records_survive"] == "holds"
+
+
+def test_tla_sized_high_watermark_config_loses_an_acked_record_in_five_steps() -> None:
+    # KIP-101's loss: the leader commits, dies before its followers learn the HW, the new leader's epoch makes the
+    # last follower truncate to its HW, then the new leader dies too. BFS gives the shortest trace.
+    model = BoundedSystem(load_config("tla-high-watermark"))
+    found = bfs.explore(model)
+    assert found.complete
+    assert found.violations["acked_records_survive"] == [A.Produce(TP), A.Replicate(TP), A.Replicate(TP),
+                                                         A.BrokerFail(1), A.BrokerFail(2)]
+    assert len(found.violations["logs_agree_below_hw"]) == 6
+
+
+def test_tla_sized_kip320_config_keeps_every_property() -> None:
+    model = BoundedSystem(load_config("tla-kip320"))
+    found = bfs.explore(model)
+    assert found.complete and found.violations == {}
+    assert "some_record_acked" in found.reached
