@@ -26,7 +26,7 @@ from kcm.reference.dataplane import canonical_zk_versions
 FAMILIES = ("broker_failure", "controlled_shutdown", "controller_failover", "reassignment", "preferred",
             "data_plane", "deletion")
 _KEYS = {"name", "description", "brokers", "rules", "truncation", "unclean_leader_election", "min_insync_replicas",
-         "topics", "families", "bounds", "properties"}
+         "topics", "families", "bounds", "properties", "variants"}
 _BOUNDS = {"max_failures": 1, "max_restarts": 1, "max_controller_epoch": 2, "max_leader_epoch": 3, "max_records": 1,
            "reassign_targets": []}
 
@@ -75,6 +75,9 @@ def validate_config(cfg: Any) -> None:
         for part, replicas in assignment.items():
             if not part.isdigit() or not all(b in brokers for b in replicas):
                 raise BadConfig(f"topics.{topic}.{part}: replicas must be brokers of the config")
+    variants = cfg.get("variants", [])
+    if not isinstance(variants, list) or not all(isinstance(v, str) and v for v in variants):
+        raise BadConfig("variants: a list of bug-variant names (each a reverted fix, e.g. \"KAFKA-7128\")")
     names = {p.name for p in all_properties()}
     for name in cfg.get("properties", []):
         if name not in names:
@@ -96,7 +99,7 @@ class BoundedSystem:
             brokers=tuple(cfg["brokers"]), rules=cfg.get("rules", "seeds"),
             unclean_leader_election=cfg.get("unclean_leader_election", False),
             min_insync_replicas=cfg.get("min_insync_replicas", 1),
-            truncation=cfg.get("truncation", "high_watermark"))
+            truncation=cfg.get("truncation", "high_watermark"), variants=tuple(cfg.get("variants", [])))
         self.families = set(cfg.get("families", []))
         self.bounds = dict(_BOUNDS, **cfg.get("bounds", {}))
         self.topic_steps = [A.CreateTopic(t, tuple(sorted((int(p), tuple(r)) for p, r in a.items())))

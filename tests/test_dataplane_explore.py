@@ -7,6 +7,7 @@ divergent log; with it off, under kip320 truncation, no safety property breaks w
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,10 +19,11 @@ from kcm.model.errors import KcmError
 from kcm.model.interface import ALWAYS, SOMETIMES, STEP
 from kcm.properties.dataplane import PROPERTIES
 from kcm.reference import api
-from kcm.reference.bounded import BoundedSystem, load_config
+from kcm.reference.bounded import BadConfig, BoundedSystem, load_config
 from kcm.reference.dataplane import canonical_zk_versions
 
 TP = ("t", 0)
+CONFIGS = Path(__file__).resolve().parent.parent / "specs" / "configs"
 ALPHABET = (A.Produce(TP, 1, "all"), A.Replicate(TP), A.IsrShrink(TP, 1), A.BrokerFail(0), A.BrokerFail(1),
             A.BrokerStart(0), A.BrokerStart(1), A.PreferredElection())
 
@@ -148,3 +150,23 @@ def test_tla_sized_kip320_config_keeps_every_property() -> None:
     found = bfs.explore(model)
     assert found.complete and found.violations == {}
     assert "some_record_acked" in found.reached
+
+
+def test_kafka_7128_variant_is_found_by_the_explorer_and_the_fix_holds() -> None:
+    # The controller's ISR shrink bumps the leader epoch past the leader's one record while the HW still lags; the
+    # restarted follower fetches at offset 0 >= HW and, with the fix reverted, joins the ISR below the epoch start.
+    cfg = load_config(str(CONFIGS / "bugs" / "KAFKA-7128.json"))
+    assert cfg["variants"] == ["KAFKA-7128"]
+    found = bfs.explore(BoundedSystem(cfg))
+    assert found.complete
+    assert found.violations["isr_joins_reach_epoch_start"] == [A.Produce(TP), A.BrokerFail(0), A.BrokerStart(0),
+                                                               A.Replicate(TP)]
+    # The contract's fetch hands the follower every record at once, so the early admission loses no data here.
+    assert set(found.violations) == {"isr_joins_reach_epoch_start"}
+    fixed = bfs.explore(BoundedSystem({**cfg, "variants": []}))
+    assert fixed.complete and fixed.violations == {}
+
+
+def test_variants_key_is_checked() -> None:
+    with pytest.raises(BadConfig, match="variants"):
+        BoundedSystem({**SMALL, "variants": "KAFKA-7128"})
