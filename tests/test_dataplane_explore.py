@@ -134,6 +134,7 @@ def test_data_plane_exploration_closes() -> None:
     assert verdicts["some_record_acked"] == "reached" and verdicts["acked_records_survive"] == "holds"
 
 
+@pytest.mark.slow
 def test_tla_sized_high_watermark_config_loses_an_acked_record_in_five_steps() -> None:
     # KIP-101's loss: the leader commits, dies before its followers learn the HW, the new leader's epoch makes the
     # last follower truncate to its HW, then the new leader dies too. BFS gives the shortest trace.
@@ -145,6 +146,7 @@ def test_tla_sized_high_watermark_config_loses_an_acked_record_in_five_steps() -
     assert len(found.violations["logs_agree_below_hw"]) == 6
 
 
+@pytest.mark.slow
 def test_tla_sized_kip320_config_keeps_every_property() -> None:
     model = BoundedSystem(load_config("tla-kip320"))
     found = bfs.explore(model)
@@ -152,6 +154,7 @@ def test_tla_sized_kip320_config_keeps_every_property() -> None:
     assert "some_record_acked" in found.reached
 
 
+@pytest.mark.slow
 def test_kafka_7128_variant_is_found_by_the_explorer_and_the_fix_holds() -> None:
     # The controller's ISR shrink bumps the leader epoch past the leader's one record while the HW still lags; the
     # restarted follower fetches at offset 0 >= HW and, with the fix reverted, joins the ISR below the epoch start.
