@@ -13,7 +13,7 @@ from typing import Any
 from kcm.model.cluster import Cluster
 from kcm.model.effects import Effects
 from kcm.model.interface import ALWAYS, SOMETIMES, STEP, Property, find, named
-from kcm.reference.dataplane import leader_log
+from kcm.reference.dataplane import epoch_start_offset, leader_log
 
 
 def _missing(state: Cluster, records: Any) -> list[tuple]:
@@ -75,6 +75,28 @@ def leader_hw_monotone(model: Any, before: Cluster, action: Any, after: Cluster,
     return True
 
 
+def isr_joins_reach_epoch_start(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
+    """A follower the leader lets into the ISR had fetched up to the start offset of the leader's epoch (KAFKA-7128).
+
+    A leader's own ISR expansion keeps the leader epoch; the follower's fetch offset is the LEO the leader records
+    for it. Controller writes (a new leader epoch) are not judged here.
+    """
+    old = dict(before.zk.partitions)
+    replicas = dict(after.replicas)
+    for tp, lai in after.zk.partitions:
+        prev = old.get(tp)
+        if prev is None or prev.leader_epoch != lai.leader_epoch or prev.leader != lai.leader:
+            continue
+        joined = set(lai.isr) - set(prev.isr)
+        data = replicas.get((tp[0], tp[1], lai.leader))
+        if not joined or data is None:
+            continue
+        fetched = dict(data.remote_leo)
+        if any(fetched.get(b, 0) < epoch_start_offset(data) for b in joined):
+            return False
+    return True
+
+
 def some_record_acked(model: Any, state: Cluster) -> bool:
     """Some acks=all record is acknowledged (the HW passed it)."""
     return bool(state.ghost.acked)
@@ -99,6 +121,7 @@ PROPERTIES: list[Property] = [
     named("consumed_records_survive", ALWAYS, consumed_records_survive),
     named("logs_agree_below_hw", ALWAYS, logs_agree_below_hw),
     named("leader_hw_monotone", STEP, leader_hw_monotone),
+    named("isr_joins_reach_epoch_start", STEP, isr_joins_reach_epoch_start),
     named("some_record_acked", SOMETIMES, some_record_acked),
     named("some_record_consumed", SOMETIMES, some_record_consumed),
 ]

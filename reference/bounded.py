@@ -66,7 +66,10 @@ def validate_config(cfg: Any) -> None:
     brokers = cfg.get("brokers")
     if not isinstance(brokers, list) or not brokers or not all(isinstance(b, int) and b >= 0 for b in brokers):
         raise BadConfig("brokers: a non-empty list of broker ids")
-    for name in cfg.get("variants", []):
+    variants = cfg.get("variants", [])
+    if not isinstance(variants, list) or not all(isinstance(v, str) and v for v in variants):
+        raise BadConfig("variants: a list of bug-variant names (each a reverted fix, e.g. \"KAFKA-7128\")")
+    for name in variants:
         if not known_switch(name):
             raise BadConfig(f"variants: unknown variant {name!r}; switches: {', '.join(SWITCHES)}")
     if cfg.get("delivery", "sync") not in DELIVERY_MODES:

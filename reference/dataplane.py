@@ -199,12 +199,33 @@ def fetch(t: Txn, tp: tuple, leader: int, follower: int) -> None:
     ldata = t.replicas[lkey]
     log = fdata.log + ldata.log[offset:]
     t.replicas[fkey] = fdata._replace(log=log, hw=max(fdata.hw, min(hw_as_of_fetch, len(log))))
-    # maybeExpandIsr: a follower in AR, not in the ISR, caught up to the leader's HW joins it (contract rule 4).
-    if follower not in ldata.isr and follower in ldata.replicas and offset >= ldata.hw:
+    # maybeExpandIsr: a follower in AR, not in the ISR, caught up with the leader joins it (contract rule 4).
+    if follower not in ldata.isr and follower in ldata.replicas and caught_up(t, ldata, offset):
         try:
             _write_isr(t, tp, leader, ldata.isr + (follower,))
         except StaleZkVersion as err:
             t.note(f"ISR expansion skipped: {err.message}")  # KAFKA-2729: the leader retries with a stale version
+
+
+def epoch_start_offset(data: ReplicaData) -> int:
+    """The start offset of the replica's current leader epoch: its first record in that epoch, else its LEO.
+
+    A leader appends only in its own epoch, so this is its LEO when it became leader (Kafka's
+    leaderEpochStartOffsetOpt, set in makeLeader).
+    """
+    return next((o for o, e in enumerate(data.log) if e == data.leader_epoch), data.leo)
+
+
+def caught_up(t: Txn, leader: ReplicaData, fetch_offset: int) -> bool:
+    """Whether a follower fetching at fetch_offset may join the leader's ISR.
+
+    Since Kafka 2.0.1/2.1.0 (the fix of KAFKA-7128) it must reach both the leader's HW and the start offset of
+    the leader's current epoch: a new leader's HW can lag behind what the previous leader committed, so the HW
+    alone would admit a follower that lacks committed records. The variant `KAFKA-7128` restores the HW-only rule.
+    """
+    if fetch_offset < leader.hw:
+        return False
+    return t.config.has("KAFKA-7128") or fetch_offset >= epoch_start_offset(leader)
 
 
 def _truncated(data: ReplicaData, offset: int) -> ReplicaData:
@@ -299,3 +320,7 @@ def leader_log(state: Any, tp: tuple) -> tuple[int, ...] | None:
     if data is None or broker is None or not broker.alive or data.leader != lai.leader:
         return None
     return data.log
+
+
+# -- the bounded system's canonical form ------------------------------------------------------------
+

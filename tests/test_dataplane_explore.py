@@ -7,18 +7,23 @@ divergent log; with it off, under kip320 truncation, no safety property breaks w
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+from kcm.checkers import bfs
 from kcm.checkers.hypothesis_machine import ContractModel
 from kcm.model import actions as A
+from kcm.model.canonical import relative_zk_versions as canonical_zk_versions
 from kcm.model.cluster import ClusterConfig
 from kcm.model.errors import KcmError
 from kcm.model.interface import ALWAYS, SOMETIMES, STEP
 from kcm.properties.dataplane import PROPERTIES
 from kcm.reference import api
+from kcm.reference.bounded import BadConfig, BoundedSystem, load_config
 
 TP = ("t", 0)
+CONFIGS = Path(__file__).resolve().parent.parent / "specs" / "configs"
 ALPHABET = (A.Produce(TP, 1, "all"), A.Replicate(TP), A.IsrShrink(TP, 1), A.BrokerFail(0), A.BrokerFail(1),
             A.BrokerStart(0), A.BrokerStart(1), A.PreferredElection())
 
@@ -84,3 +89,87 @@ def test_kip101_loss_is_reached_by_search_under_high_watermark_only() -> None:
     assert broken["acked_records_survive"] == loss
     for variant in ("leader_epoch", "kip279", "kip320"):
         assert explore(ClusterConfig((0, 1, 2), truncation=variant), 6, CRASHES)[0] == {}, variant
+
+
+SMALL = {"name": "small-data-plane", "brokers": [0, 1], "topics": {"t": {"0": [0, 1]}},
+         "families": ["broker_failure", "data_plane"],
+         "bounds": {"max_failures": 1, "max_restarts": 1, "max_leader_epoch": 3, "max_records": 1}}
+
+
+def test_isr_shrink_expand_cycles_fold_into_one_state() -> None:
+    # A leader's shrink then expansion leaves everything as it was but the zkVersions; the canonical form renumbers
+    # them, so the explorer sees one state where the raw values would make a new one per cycle.
+    model = BoundedSystem(SMALL)
+    cycle = model.next_state(model.next_state(model.init_states()[0], A.IsrShrink(TP, 1)), A.Replicate(TP))
+    state = cycle
+    for _ in range(2):
+        state = model.next_state(state, A.IsrShrink(TP, 1))
+        state = model.next_state(state, A.Replicate(TP))
+    assert state != cycle and dict(state.zk.partitions)[TP].zk_version == 6
+    assert model.fingerprint(state) == model.fingerprint(cycle)
+    shrunk = model.next_state(state, A.IsrShrink(TP, 1))
+    assert model.fingerprint(shrunk) != model.fingerprint(cycle)
+
+
+def test_canonical_form_keeps_which_zk_versions_are_equal() -> None:
+    # The follower keeps the zkVersion of its last LeaderAndIsr; the leader's write goes through only while its own
+    # equals the znode's. Renumbering must keep both facts.
+    model = BoundedSystem(SMALL)
+    state = model.init_states()[0]
+    for _ in range(4):
+        state = model.next_state(state, A.IsrShrink(TP, 1))
+        state = model.next_state(state, A.Replicate(TP))
+    canon = canonical_zk_versions(state)
+    versions = {k[2]: d.zk_version for k, d in canon.replicas}
+    assert dict(canon.zk.partitions)[TP].zk_version == versions[0] == 1 and versions[1] == 0
+    assert canonical_zk_versions(canon) == canon
+    again = model.next_state(canon, A.IsrShrink(TP, 1))
+    assert model.fingerprint(again) == model.fingerprint(model.next_state(state, A.IsrShrink(TP, 1)))
+
+
+def test_data_plane_exploration_closes() -> None:
+    found = bfs.explore(BoundedSystem(SMALL))
+    verdicts = found.verdicts(BoundedSystem(SMALL).properties())
+    assert found.complete and found.distinct_states < 1000
+    assert verdicts["some_record_acked"] == "reached" and verdicts["acked_records_survive"] == "holds"
+
+
+@pytest.mark.slow
+def test_tla_sized_high_watermark_config_loses_an_acked_record_in_five_steps() -> None:
+    # KIP-101's loss: the leader commits, dies before its followers learn the HW, the new leader's epoch makes the
+    # last follower truncate to its HW, then the new leader dies too. BFS gives the shortest trace.
+    model = BoundedSystem(load_config("tla-high-watermark"))
+    found = bfs.explore(model)
+    assert found.complete
+    assert found.violations["acked_records_survive"] == [A.Produce(TP), A.Replicate(TP), A.Replicate(TP),
+                                                         A.BrokerFail(1), A.BrokerFail(2)]
+    assert len(found.violations["logs_agree_below_hw"]) == 6
+
+
+@pytest.mark.slow
+def test_tla_sized_kip320_config_keeps_every_property() -> None:
+    model = BoundedSystem(load_config("tla-kip320"))
+    found = bfs.explore(model)
+    assert found.complete and found.violations == {}
+    assert "some_record_acked" in found.reached
+
+
+@pytest.mark.slow
+def test_kafka_7128_variant_is_found_by_the_explorer_and_the_fix_holds() -> None:
+    # The controller's ISR shrink bumps the leader epoch past the leader's one record while the HW still lags; the
+    # restarted follower fetches at offset 0 >= HW and, with the fix reverted, joins the ISR below the epoch start.
+    cfg = load_config(str(CONFIGS / "bugs" / "KAFKA-7128.json"))
+    assert cfg["variants"] == ["KAFKA-7128"]
+    found = bfs.explore(BoundedSystem(cfg))
+    assert found.complete
+    assert found.violations["isr_joins_reach_epoch_start"] == [A.Produce(TP), A.BrokerFail(0), A.BrokerStart(0),
+                                                               A.Replicate(TP)]
+    # The contract's fetch hands the follower every record at once, so the early admission loses no data here.
+    assert set(found.violations) == {"isr_joins_reach_epoch_start"}
+    fixed = bfs.explore(BoundedSystem({**cfg, "variants": []}))
+    assert fixed.complete and fixed.violations == {}
+
+
+def test_variants_key_is_checked() -> None:
+    with pytest.raises(BadConfig, match="variants"):
+        BoundedSystem({**SMALL, "variants": "KAFKA-7128"})

@@ -70,6 +70,7 @@ EXPECTED: dict[str, dict[str, dict[str, int]]] = {
     "kip101-log-divergence.json": {HW: DIVERGENCE, LE: NONE, K279: NONE, K320: NONE},
     "kip279-log-divergence.json": {HW: NONE, LE: {"logs_agree_below_hw": 11}, K279: NONE, K320: NONE},
     "unclean-election-data-loss.json": {HW: UNCLEAN, LE: UNCLEAN, K279: UNCLEAN, K320: UNCLEAN},
+    "kafka-7128-isr-expansion.json": {HW: NONE, LE: NONE, K279: NONE, K320: NONE},
 }
 
 
@@ -116,3 +117,17 @@ def test_scenario_expect_and_consumes_hold(name: str) -> None:
                "hw": replicas[(topic, tp[1], lai.leader)].hw,
                "leo": {str(b): d.leo for (t, p, b), d in replicas.items() if (t, p) == tp}}
         assert {k: got[k] for k in want} == want
+
+
+@pytest.mark.parametrize("variant", TRUNCATION_VARIANTS)
+def test_kafka_7128_variant_admits_the_lagging_follower(variant: str) -> None:
+    """With the fix reverted the last fetch lets broker 3 into the ISR below the new leader's epoch start offset."""
+    doc = load("kafka-7128-isr-expansion.json")
+    cfg = config_of(doc, truncation=variant)._replace(variants=("KAFKA-7128",))
+    state, first, _ = run(doc, cfg)
+    assert first == {"isr_joins_reach_epoch_start": len(doc["steps"]) - 1}
+    assert dict(state.zk.partitions)[("t", 0)].isr == (1, 2, 3)
+    # One more fetch: under the fixed rule broker 3, now at the epoch start offset, joins too.
+    fixed, _, _ = run({**doc, "steps": doc["steps"] + [{"op": "replicate", "partition": "t-0", "broker": 3}]},
+                      config_of(doc, truncation=variant))
+    assert dict(fixed.zk.partitions)[("t", 0)].isr == (1, 2, 3)
