@@ -70,17 +70,26 @@ class BoundedEncoding:
         self.max_le = int(self.bounds["max_leader_epoch"])
         self.unclean = system.config.unclean_leader_election
         self.action_names = self._action_names()
+        # Numbers (ids, epochs, state codes) are signed bit-vectors, wide enough for the bounds plus the writes
+        # of one step (at most one per replica and an election): bit-blasting beats integer arithmetic here.
+        top = max(self.max_le + self.n + 2, int(self.bounds["max_controller_epoch"]) + 1,
+                  int(self.bounds["max_restarts"]) + 1, len(R.ALL), len(P.ALL), *self.ids)
+        self.width = top.bit_length() + 1
+
+    def num(self, x: int) -> Any:
+        """A number of the encoding (a signed bit-vector)."""
+        return z3.BitVecVal(x, self.width)
 
     # ---- states ---------------------------------------------------------------------------------------
 
     def state(self, tag: str) -> dict[str, Any]:
         """Fresh Z3 constants for a whole state."""
-        s: dict[str, Any] = {f: z3.Int(f"{f}_{tag}") for f in SCALARS if f != "isr"}
+        s: dict[str, Any] = {f: z3.BitVec(f"{f}_{tag}", self.width) for f in SCALARS if f != "isr"}
         s["isr"] = z3.BitVec(f"isr_{tag}", self.n)
         for f in PER_BROKER:
-            make = z3.Bool if f == "alive" else z3.Int
-            s[f] = tuple(make(f"{f}{i}_{tag}") for i in range(self.n))
-        s[ELECTED] = tuple(z3.Int(f"elected{e}_{tag}") for e in range(self.max_le + 1))
+            s[f] = tuple(z3.Bool(f"{f}{i}_{tag}") if f == "alive" else z3.BitVec(f"{f}{i}_{tag}", self.width)
+                         for i in range(self.n))
+        s[ELECTED] = tuple(z3.BitVec(f"elected{e}_{tag}", self.width) for e in range(self.max_le + 1))
         return s
 
     def project(self, c: Cluster) -> dict[str, Any]:
@@ -132,11 +141,15 @@ class BoundedEncoding:
     def values(self, model: z3.ModelRef, s: dict[str, Any]) -> dict[str, Any]:
         """The plain values of s in a Z3 model (the shape `project` returns)."""
 
-        def val(x: Any) -> Any:
-            v = model.eval(x, model_completion=True)
-            return z3.is_true(v) if z3.is_bool(v) else v.as_long()
+        width = self.width
 
-        return {f: tuple(val(x) for x in s[f]) if isinstance(s[f], tuple) else val(s[f])
+        def val(x: Any, signed: bool) -> Any:
+            v = model.eval(x, model_completion=True)
+            if z3.is_bool(v):
+                return z3.is_true(v)
+            return v.as_signed_long() if signed and v.size() == width else v.as_long()
+
+        return {f: tuple(val(x, True) for x in s[f]) if isinstance(s[f], tuple) else val(s[f], f != "isr")
                 for f in (*SCALARS, *PER_BROKER, ELECTED)}
 
     def init(self, s: dict[str, Any]) -> Any:
@@ -188,7 +201,7 @@ class BoundedEncoding:
         s = w.v
         if name.startswith("BrokerFail("):
             b = self.ids.index(int(name[len("BrokerFail("):-1]))
-            down = sum(z3.If(a, 0, 1) for a in s["alive"])
+            down = sum(z3.If(a, self.num(0), self.num(1)) for a in s["alive"])
             enabled = z3.And(s["alive"][b], down < self.bounds["max_failures"])
             w.broker_fail(enabled, b)
             return enabled
@@ -269,12 +282,12 @@ class _Work:
     def set_ps(self, g: Any, target: str) -> None:
         """A partition state-machine move, logged (so checked against the table)."""
         self.moves_ok = z3.And(self.moves_ok, z3.Implies(g, self.enc.partition_allows(self.v["ps"], target)))
-        self.put(g, "ps", z3.IntVal(PARTITION_CODES[target]))
+        self.put(g, "ps", self.enc.num(PARTITION_CODES[target]))
 
     def set_rs(self, g: Any, i: int, target: str) -> None:
         """A replica state-machine move, logged (so checked against the table)."""
         self.moves_ok = z3.And(self.moves_ok, z3.Implies(g, self.enc.replica_allows(self.v["rs"][i], target)))
-        self.put(g, "rs", z3.IntVal(REPLICA_CODES[target]), i)
+        self.put(g, "rs", self.enc.num(REPLICA_CODES[target]), i)
 
     def write_lai(self, g: Any, leader: Any, isr: Any) -> None:
         """Write the partition znode with the next leader epoch, recording the elected leader in the ghost."""
@@ -327,7 +340,7 @@ class _Work:
             if i in self.um_q:
                 self._accept(self.um_q[i], i)
             if i in self.stop_q:
-                self.put(self._accept(self.stop_q[i], i), "rleader", z3.IntVal(NONE), i)
+                self.put(self._accept(self.stop_q[i], i), "rleader", self.enc.num(NONE), i)
         self._reset_batch()
 
     # ---- the controller's procedures (names as in the reference) ----------------------------------------
@@ -343,15 +356,15 @@ class _Work:
         )
         live_isr = self.v["isr"] & self.alive_set()
         clean = [z3.And(self.v["alive"][i], self.in_isr(i)) for i in self.enc.ar]
-        leader: Any = z3.IntVal(NONE)
+        leader: Any = self.enc.num(NONE)
         for i, ok in reversed(list(zip(self.enc.ar, clean, strict=True))):
-            leader = z3.If(ok, ids[i], leader)
+            leader = z3.If(ok, self.enc.num(ids[i]), leader)
         isr, found = live_isr, z3.Or(clean)
         if self.enc.unclean:
-            dirty: Any = z3.IntVal(NONE)
+            dirty: Any = self.enc.num(NONE)
             dirty_isr: Any = z3.BitVecVal(0, self.enc.n)
             for i in reversed(self.enc.ar):
-                dirty = z3.If(self.v["alive"][i], ids[i], dirty)
+                dirty = z3.If(self.v["alive"][i], self.enc.num(ids[i]), dirty)
                 dirty_isr = z3.If(self.v["alive"][i], self.bit(i), dirty_isr)
             leader = z3.If(found, leader, dirty)
             isr = z3.If(found, isr, dirty_isr)
@@ -367,7 +380,7 @@ class _Work:
         me = self.enc.ids[i]
         w = z3.And(g, z3.Or(self.in_isr(i), self.v["leader"] == me))
         only = z3.Or([self.v["isr"] == self.bit(j) for j in range(self.enc.n)])
-        leader = z3.If(self.v["leader"] == me, z3.IntVal(NONE), self.v["leader"])
+        leader = z3.If(self.v["leader"] == me, self.enc.num(NONE), self.v["leader"])
         isr = z3.If(only, self.v["isr"], self.v["isr"] & ~self.bit(i))
         self.write_lai(w, leader, isr)
         self.add_lai(w, [j for j in self.enc.ar if j != i])
@@ -385,23 +398,23 @@ class _Work:
         """The lowest live broker wins /controller with the next epoch, then onControllerFailover."""
         alive = self.v["alive"]
         nobody = z3.And(g, z3.Not(z3.Or(alive)))
-        self.put(nobody, "ctl", z3.IntVal(NONE))
-        self.put(nobody, "ps", z3.IntVal(PARTITION_CODES[P.NON_EXISTENT]))
+        self.put(nobody, "ctl", self.enc.num(NONE))
+        self.put(nobody, "ps", self.enc.num(PARTITION_CODES[P.NON_EXISTENT]))
         for i in range(self.enc.n):
-            self.put(nobody, "rs", z3.IntVal(REPLICA_CODES[R.NON_EXISTENT]), i)
+            self.put(nobody, "rs", self.enc.num(REPLICA_CODES[R.NON_EXISTENT]), i)
         g = z3.And(g, z3.Or(alive))
-        winner: Any = z3.IntVal(NONE)
+        winner: Any = self.enc.num(NONE)
         for i in reversed(range(self.enc.n)):
-            winner = z3.If(alive[i], self.enc.ids[i], winner)
+            winner = z3.If(alive[i], self.enc.num(self.enc.ids[i]), winner)
         self.put(g, "ctl", winner)
         self.put(g, "ce", self.v["ce"] + 1)
         # Replica state machine start-up: live replicas Online, dead ones (KAFKA-8152) through Offline.
         deletion = self.enc.rules.has_deletion_states()
         first_offline = R.DELETION_INELIGIBLE if deletion else R.OFFLINE
         for i in range(self.enc.n):
-            code = z3.If(alive[i], REPLICA_CODES[R.ONLINE], REPLICA_CODES[first_offline])
+            code = z3.If(alive[i], self.enc.num(REPLICA_CODES[R.ONLINE]), self.enc.num(REPLICA_CODES[first_offline]))
             if i not in self.enc.ar:
-                code = z3.IntVal(REPLICA_CODES[R.NON_EXISTENT])  # the context was reset; no replica here
+                code = self.enc.num(REPLICA_CODES[R.NON_EXISTENT])  # the context was reset; no replica here
             self.put(g, "rs", code, i)  # initialisation, not a logged move
         for i in self.enc.ar:
             m = z3.And(g, alive[i], self.enc.replica_allows(self.v["rs"][i], R.ONLINE))
@@ -413,7 +426,7 @@ class _Work:
         # Partition state machine start-up: Online with a live leader, else Offline; then elections.
         leader = self.v["leader"]
         up = z3.And(leader != NONE, self.id_alive(leader))
-        self.put(g, "ps", z3.If(up, PARTITION_CODES[P.ONLINE], PARTITION_CODES[P.OFFLINE]))
+        self.put(g, "ps", z3.If(up, self.enc.num(PARTITION_CODES[P.ONLINE]), self.enc.num(PARTITION_CODES[P.OFFLINE])))
         self.online_partition_change(g)
         self.add_um(g, list(range(self.enc.n)))
         self.flush()
@@ -423,7 +436,7 @@ class _Work:
         me = self.enc.ids[i]
         self.put(g, "alive", z3.BoolVal(False), i)
         was_controller = z3.And(g, self.v["ctl"] == me)
-        self.put(was_controller, "ctl", z3.IntVal(NONE))
+        self.put(was_controller, "ctl", self.enc.num(NONE))
         self.elect_controller(was_controller)
         g = z3.And(g, z3.Not(was_controller), self.has_controller())
         leaderless = z3.And(g, self.v["leader"] == me)
@@ -438,8 +451,8 @@ class _Work:
         """The broker registers again (its in-memory leadership lost): onBrokerStartup, or it becomes controller."""
         self.put(g, "alive", z3.BoolVal(True), i)
         self.put(g, "inc", self.v["inc"][i] + 1, i)
-        self.put(g, "rleader", z3.IntVal(NONE), i)
-        self.put(g, "rle", z3.IntVal(NONE), i)
+        self.put(g, "rleader", self.enc.num(NONE), i)
+        self.put(g, "rle", self.enc.num(NONE), i)
         had_controller = self.has_controller()
         self.elect_controller(z3.And(g, z3.Not(had_controller)))
         g = z3.And(g, had_controller)
@@ -459,7 +472,7 @@ class _Work:
         g = z3.And(g, self.has_controller(), self.v["leader"] != self.enc.ids[first])
         m = z3.And(g, self.enc.partition_allows(self.v["ps"], P.ONLINE))
         w = z3.And(m, self.v["alive"][first], self.in_isr(first))
-        self.write_lai(w, z3.IntVal(self.enc.ids[first]), self.v["isr"])
+        self.write_lai(w, self.enc.num(self.enc.ids[first]), self.v["isr"])
         self.add_lai(w, list(self.enc.ar))
         self.set_ps(w, P.ONLINE)
         self.flush()
