@@ -57,8 +57,9 @@ def supported(system: BoundedSystem) -> None:
 class BoundedEncoding:
     """The Z3 transition relation of one bounded system (see the module docstring)."""
 
-    def __init__(self, system: BoundedSystem) -> None:
+    def __init__(self, system: BoundedSystem, *, bump_leader_epoch: bool = True) -> None:
         supported(system)
+        self.bump_leader_epoch = bump_leader_epoch  # False: the seeded bug "no leader-epoch bump" on every write
         self.system = system
         self.rules = system.config.rule_set()
         self.ids = tuple(system.config.brokers)
@@ -291,7 +292,7 @@ class _Work:
 
     def write_lai(self, g: Any, leader: Any, isr: Any) -> None:
         """Write the partition znode with the next leader epoch, recording the elected leader in the ghost."""
-        epoch = self.v["le"] + 1
+        epoch = self.v["le"] + 1 if self.enc.bump_leader_epoch else self.v["le"]
         for e in range(self.enc.max_le + 1):
             self.put(z3.And(g, epoch == e, leader != NONE), ELECTED, leader, e)
         self.put(g, "leader", leader)

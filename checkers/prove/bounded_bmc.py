@@ -125,8 +125,8 @@ def bmc(enc: BoundedEncoding, depth: int, names: list[str] | None = None) -> lis
     The unrolling lets an execution stop early (an idle step keeps the state), so one query covers every
     depth up to `depth`. The state and step properties are first asked together (one query: does any of them
     fail anywhere?); only when that finds something is each asked alone, depth by depth, for its shortest trace.
-    Reachability goals are asked one by one the same way. A finding's seconds are the solver time of every
-    query it took part in.
+    Reachability goals are asked alone, depth by depth (witnesses are short). A finding's seconds are the solver
+    time of every query it took part in.
     """
     todo = symbolic_properties(names)
     spent = dict.fromkeys(todo, 0.0)
@@ -168,8 +168,6 @@ def bmc(enc: BoundedEncoding, depth: int, names: list[str] | None = None) -> lis
         suspects = []
     found: dict[str, Finding] = {}
     for name in [*suspects, *[n for n in todo if n in GOALS]]:
-        if name in GOALS and ask([g for k in range(depth + 1) for g in goals_at(name, k)], depth, [name]) is None:
-            continue
         for k in range(depth + 1):
             goals = goals_at(name, k)
             m = ask(goals, k, [name]) if goals else None
