@@ -227,6 +227,8 @@ def render_findings(findings: list[bounded_bmc.Finding], unchecked: dict[str, st
                 lines += [f"    --{act}-->", f"    state {i}: {_state_line(st)}"]
         elif f.verdict == bounded_bmc.REACHED:
             lines.append(f"{f.name}: reached by {' -> '.join(f.actions) or 'the initial state'}")
+    if any(f.name not in bounded_bmc.GOALS for f in findings):
+        lines.append("(the state and step properties are asked in one joint query: its time is shown on each of them)")
     if unchecked:
         lines += ["", "checked by kcm explore only:"]
         lines += [f"  {n}: {why}" for n, why in unchecked.items()]
