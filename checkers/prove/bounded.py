@@ -179,18 +179,22 @@ class BoundedEncoding:
             names.append("PreferredElection")
         return names
 
-    def steps(self, s: dict[str, Any], t: dict[str, Any]) -> list[tuple[str, Any, dict[str, Any]]]:
+    def steps(
+        self, s: dict[str, Any], t: dict[str, Any], changes_only: bool = True
+    ) -> list[tuple[str, Any, dict[str, Any]]]:
         """(action name, formula relating s to t, step obligations) for every action of the configured families.
 
         The obligations are what the step properties read from a step: EpochFencing (no broker applied a
         LeaderAndIsr older than its accepted controller epoch) and ValidTransition (every state-machine move
-        logged was a table move).
+        logged was a table move). With changes_only (the explorer's rule) a step must change the state.
         """
         out = []
         for name in self.action_names:
             w = _Work(self, s)
             enabled = self._run(name, w)
-            formula = z3.And(enabled, self.same(w.v, t), z3.Not(self.same(s, t)), self.within_boundary(t))
+            formula = z3.And(enabled, self.same(w.v, t), self.within_boundary(t))
+            if changes_only:
+                formula = z3.And(formula, z3.Not(self.same(s, t)))
             out.append((name, formula, {"EpochFencing": w.fence_ok, "ValidTransition": w.moves_ok}))
         return out
 

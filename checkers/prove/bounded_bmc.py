@@ -137,7 +137,7 @@ def bmc(enc: BoundedEncoding, depth: int, names: list[str] | None = None) -> lis
     for k in range(depth):
         s, t = states[k], states[k + 1]
         act = z3.BitVec(f"action_{k}", 8)
-        steps = enc.steps(s, t)
+        steps = enc.steps(s, t, changes_only=False)  # a step that changes nothing is the idle step anyway
         idle = len(steps)
         unrolled.append(z3.Or(*[z3.And(act == j, f) for j, (_, f, _) in enumerate(steps)],
                               z3.And(act == idle, enc.same(s, t))))
