@@ -32,5 +32,10 @@ reassignment that is still running; several partitions (one symbolic partition s
 Seeded-bug switches of the one encoding: bump_epoch_on_election=False breaks one-leader-per-epoch,
 brokers_check_controller_epoch=False breaks controller-epoch-fencing (the zombie-controller trace).
 
+Bounded model checking of an explorer config (`kcm prove --bmc K --config NAME`) uses a second, exact encoding
+(bounded.py: one symbolic step per reference operation of the config's families, with its bounds) and restates
+the explorer's properties over it under the same names (bounded_bmc.py); tests/test_prove_bounded.py checks that
+it allows exactly the explicit model's moves on every state of the `tiny` config and gives the explorer's verdicts.
+
 specs/prove-strengthenings.md holds the same list for readers of the README.
 """

@@ -1,0 +1,208 @@
+"""Bounded model checking of an explorer config over its exact symbolic encoding (bounded.py).
+
+The named properties the explorer checks are restated over the encoded fields, with the explorer's names and
+verdicts (holds / violated for state and step rules, reached / never reached for reachability goals), so the two
+can be compared name by name. Properties about what the encoding leaves out are listed in EXPLORER_ONLY with the
+reason; the explorer alone judges them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import z3
+from kcm.checkers.prove.bounded import ELECTED, BoundedEncoding
+from kcm.checkers.prove.encoding import NONE, PARTITION_CODES, REPLICA_CODES
+from kcm.model.states import PartitionState as P
+from kcm.model.states import ReplicaState as R
+
+HOLDS, VIOLATED, REACHED, NEVER_REACHED = "holds", "violated", "reached", "never reached"
+IDLE = "(stop)"  # the unrolling's idle step: an execution may end before the depth
+
+Sym = dict[str, Any]
+
+
+def _leader_in_isr_in_ar(enc: BoundedEncoding, s: Sym) -> Any:
+    in_isr = z3.Or([z3.And(s["leader"] == b, z3.Extract(i, i, s["isr"]) == 1) for i, b in enumerate(enc.ids)])
+    ar_bits = sum(1 << i for i in enc.ar)
+    return z3.And(z3.Or(s["leader"] == NONE, in_isr), s["isr"] & ~z3.BitVecVal(ar_bits, enc.n) == 0)
+
+
+def _elected_leader_recorded(enc: BoundedEncoding, s: Sym) -> Any:
+    return z3.And([
+        z3.Implies(z3.And(s["leader"] != NONE, s["le"] == e), z3.Or(x == NONE, x == s["leader"]))
+        for e, x in enumerate(s[ELECTED])
+    ])
+
+
+def _one_live_leader_per_epoch(enc: BoundedEncoding, s: Sym) -> Any:
+    leads = [z3.And(s["alive"][i], s["rleader"][i] == b) for i, b in enumerate(enc.ids)]
+    return z3.And([
+        z3.Not(z3.And(leads[i], leads[j], s["rle"][i] == s["rle"][j]))
+        for i in range(enc.n) for j in range(i + 1, enc.n)
+    ])
+
+
+def _no_broker_ahead(enc: BoundedEncoding, s: Sym) -> Any:
+    return z3.And([x <= s["ce"] for x in s["bce"]])
+
+
+def _deletion_states_only_while_deleting(enc: BoundedEncoding, s: Sym) -> Any:
+    # No topic is ever queued for deletion in the encoded families, so no replica may be in a deletion state.
+    return z3.And([z3.And([x != REPLICA_CODES[d] for d in R.DELETION]) for x in s["rs"]])
+
+
+def _one_leader_per_epoch(enc: BoundedEncoding, s: Sym, t: Sym, ob: dict[str, Any]) -> Any:
+    return z3.And([z3.Implies(a != NONE, b == a) for a, b in zip(s[ELECTED], t[ELECTED], strict=True)])
+
+
+def _leader_epoch_monotone(enc: BoundedEncoding, s: Sym, t: Sym, ob: dict[str, Any]) -> Any:
+    return t["le"] >= s["le"]
+
+
+def _controller_epoch_monotone(enc: BoundedEncoding, s: Sym, t: Sym, ob: dict[str, Any]) -> Any:
+    return z3.And(t["ce"] >= s["ce"], *[b >= a for a, b in zip(s["bce"], t["bce"], strict=True)])
+
+
+STATE_PROPERTIES: dict[str, Callable[[BoundedEncoding, Sym], Any]] = {
+    "LeaderInIsrInAr": _leader_in_isr_in_ar,
+    "ElectedLeaderRecorded": _elected_leader_recorded,
+    "OneLiveLeaderPerEpoch": _one_live_leader_per_epoch,
+    "NoBrokerAheadOfZk": _no_broker_ahead,
+    "DeletionStatesOnlyWhileDeleting": _deletion_states_only_while_deleting,
+}
+STEP_PROPERTIES: dict[str, Callable[[BoundedEncoding, Sym, Sym, dict[str, Any]], Any]] = {
+    "OneLeaderPerEpoch": _one_leader_per_epoch,
+    "LeaderEpochMonotone": _leader_epoch_monotone,
+    "ControllerEpochMonotone": _controller_epoch_monotone,
+    "EpochFencing": lambda enc, s, t, ob: ob["EpochFencing"],
+    "ValidTransition": lambda enc, s, t, ob: ob["ValidTransition"],
+}
+GOALS: dict[str, Callable[[BoundedEncoding, Sym], Any]] = {
+    "SomeLeaderMoved": lambda enc, s: s["le"] > 0,
+    "SomePartitionOffline": lambda enc, s: s["ps"] == PARTITION_CODES[P.OFFLINE],
+    "SomeControllerFailover": lambda enc, s: s["ce"] > 1,
+}
+_NO_REASSIGN_OR_DELETE = "the encoded families never reassign or delete, and the encoding has no AR field"
+_NO_DATA_PLANE = "the encoding has no logs (no data-plane family is encoded)"
+_ONE_COPY = "the encoding keeps one copy of what the controller caches from ZooKeeper and of broker liveness"
+_NOT_RESTATED = "it reads a step's requests and writes, which the encoding does not record"
+EXPLORER_ONLY: dict[str, str] = {
+    "CleanElection": _NOT_RESTATED,
+    "ZkEpochFencing": _NOT_RESTATED,
+    "SomeStaleRequestRefused": _NOT_RESTATED,
+    "ControllerCacheMatchesZk": _ONE_COPY,
+    "LivenessView": _ONE_COPY,
+    "ReassignmentEndsComplete": _NO_REASSIGN_OR_DELETE,
+    "ReassignmentsTracked": _NO_REASSIGN_OR_DELETE,
+    "DeletionProgress": _NO_REASSIGN_OR_DELETE,
+    "ReassignmentArIsUnion": _NO_REASSIGN_OR_DELETE,
+    "ArShrinksLast": _NO_REASSIGN_OR_DELETE,
+    "DeletedTopicsLeaveNothing": _NO_REASSIGN_OR_DELETE,
+    "SomeReassignmentCompletes": _NO_REASSIGN_OR_DELETE,
+    "SomeTopicDeletionCompletes": _NO_REASSIGN_OR_DELETE,
+    "acked_records_survive": _NO_DATA_PLANE,
+    "consumed_records_survive": _NO_DATA_PLANE,
+    "logs_agree_below_hw": _NO_DATA_PLANE,
+    "leader_hw_monotone": _NO_DATA_PLANE,
+    "some_record_acked": _NO_DATA_PLANE,
+    "some_record_consumed": _NO_DATA_PLANE,
+}
+
+
+class Finding(NamedTuple):
+    """One property's BMC verdict, the solver time spent on it and, when found, the shortest trace."""
+
+    name: str
+    verdict: str
+    seconds: float
+    depth: int  # the depth the verdict covers (holds / never reached) or where the trace ends
+    actions: tuple[str, ...] = ()
+    states: tuple[dict[str, Any], ...] = ()
+
+
+def symbolic_properties(names: list[str] | None = None) -> list[str]:
+    """The property names BMC checks (all of them, or those of `names` it can check)."""
+    known = [*STATE_PROPERTIES, *STEP_PROPERTIES, *GOALS]
+    return known if names is None else [n for n in known if n in names]
+
+
+def bmc(enc: BoundedEncoding, depth: int, names: list[str] | None = None) -> list[Finding]:
+    """Check each property on every execution of up to `depth` steps from the config's initial state.
+
+    The unrolling lets an execution stop early (an idle step keeps the state), so one query covers every
+    depth up to `depth`. The state and step properties are first asked together (one query: does any of them
+    fail anywhere?); only when that finds something is each asked alone, depth by depth, for its shortest trace.
+    Reachability goals are asked alone, depth by depth (witnesses are short). A finding's seconds are the solver
+    time of every query it took part in.
+    """
+    todo = symbolic_properties(names)
+    spent = dict.fromkeys(todo, 0.0)
+    states = [enc.state(str(k)) for k in range(depth + 1)]
+    unrolled = [enc.init(states[0])]
+    choices: list[tuple[Any, list[str]]] = []  # per step: the action variable and the action names
+    obligations: list[dict[str, Any]] = []
+    for k in range(depth):
+        s, t = states[k], states[k + 1]
+        act = z3.BitVec(f"action_{k}", 8)
+        steps = enc.steps(s, t, changes_only=False)  # a step that changes nothing is the idle step anyway
+        idle = len(steps)
+        unrolled.append(z3.Or(*[z3.And(act == j, f) for j, (_, f, _) in enumerate(steps)],
+                              z3.And(act == idle, enc.same(s, t))))
+        obligations.append({
+            key: z3.And([z3.Implies(act == j, ob[key]) for j, (_, _, ob) in enumerate(steps)])
+            for key in ("EpochFencing", "ValidTransition")
+        })
+        choices.append((act, [n for n, _, _ in steps] + [IDLE]))
+
+    def ask(goals: list[Any], upto: int, charged: list[str]) -> z3.ModelRef | None:
+        solver = z3.SolverFor("QF_BV")
+        solver.add(*unrolled[: upto + 1], z3.Or(goals))
+        start = time.perf_counter()
+        answer = solver.check()
+        for name in charged:
+            spent[name] += time.perf_counter() - start
+        if answer == z3.unknown:
+            raise RuntimeError(f"z3 answered unknown: {solver.reason_unknown()}")
+        return solver.model() if answer == z3.sat else None
+
+    def goals_at(name: str, k: int) -> list[Any]:
+        goal = _goal(enc, name, states, obligations, k)
+        return [] if goal is None else [goal]
+
+    safety = [n for n in todo if n not in GOALS]
+    suspects = list(safety)
+    if safety and ask([g for n in safety for k in range(depth + 1) for g in goals_at(n, k)], depth, safety) is None:
+        suspects = []
+    found: dict[str, Finding] = {}
+    for name in [*suspects, *[n for n in todo if n in GOALS]]:
+        for k in range(depth + 1):
+            goals = goals_at(name, k)
+            m = ask(goals, k, [name]) if goals else None
+            if m is not None:
+                acts = [names_[m.eval(var, model_completion=True).as_long()] for var, names_ in choices[:k]]
+                trace = [enc.values(m, s) for s in states[: k + 1]]
+                kept = [0] + [i + 1 for i, a in enumerate(acts) if a != IDLE]
+                found[name] = Finding(name, REACHED if name in GOALS else VIOLATED, 0.0, len(kept) - 1,
+                                      tuple(a for a in acts if a != IDLE), tuple(trace[i] for i in kept))
+                break
+    out = []
+    for name in todo:
+        if name in found:
+            out.append(found[name]._replace(seconds=spent[name]))
+        else:
+            out.append(Finding(name, NEVER_REACHED if name in GOALS else HOLDS, spent[name], depth))
+    return out
+
+
+def _goal(enc: BoundedEncoding, name: str, states: list[Sym], obligations: list[dict[str, Any]], k: int) -> Any:
+    """What a counterexample (or witness) at depth k must satisfy; None when there is nothing to check there."""
+    if name in STATE_PROPERTIES:
+        return z3.Not(STATE_PROPERTIES[name](enc, states[k]))
+    if name in GOALS:
+        return GOALS[name](enc, states[k])
+    if k == 0:
+        return None
+    return z3.Not(STEP_PROPERTIES[name](enc, states[k - 1], states[k], obligations[k - 1]))
