@@ -14,7 +14,7 @@ from typing import Any
 
 from kcm.checkers import bfs
 from kcm.model.variants import VARIANTS, Variant, by_name
-from kcm.reference.bounded import BoundedSystem, load_config
+from kcm.reference.bounded import BadConfig, BoundedSystem, load_config
 
 
 def config_name(v: Variant) -> str:
@@ -35,9 +35,15 @@ def with_settings(base: dict[str, Any], settings: dict[str, Any]) -> dict[str, A
 
 def check_variant(v: Variant, max_states: int | None = None) -> dict[str, Any]:
     """Explore the variant's config with the bug in and with it fixed; the row of `kcm bugs`."""
-    base = load_config(config_name(v))
     row: dict[str, Any] = {"name": v.name, "title": v.title, "affected": v.affected, "fixed": v.fixed,
                            "config": config_name(v), "where": v.where}
+    try:
+        base = load_config(config_name(v))
+    except BadConfig as err:
+        # Reported as not rediscovered (with the reason), so one missing config does not hide the other rows.
+        return dict(row, rediscovered=False, fixed_clean=False, property=None, trace_length=None, states=0,
+                    seconds=0.0, scenario=None, fixed_violations=[], fixed_states=0, fixed_complete=False,
+                    fixed_seconds=0.0, error=str(err))
     start = time.perf_counter()
     buggy = BoundedSystem(with_settings(base, v.on))
     found = bfs.explore(buggy, max_states)

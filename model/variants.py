@@ -39,7 +39,7 @@ VARIANTS: tuple[Variant, ...] = (
             "<= 2.0", "2.1.0", ("logs_agree_below_hw", "acked_records_survive"), "reference/truncation.py",
             {"truncation": "kip279"}, {"truncation": "kip320"}),
     Variant("KAFKA-7128", "a follower rejoins the ISR having caught up only to a lagging high watermark",
-            "<= 2.0.0", "2.0.1", ("acked_records_survive",), "reference/dataplane.py",
+            "<= 2.0.0", "2.0.1", ("isr_joins_reach_epoch_start", "acked_records_survive"), "reference/dataplane.py",
             _switch("KAFKA-7128"), {}),
     Variant("KIP-106", "unclean leader election on by default: an out-of-sync replica is elected (KAFKA-4623)",
             "<= 0.10.2", "0.11.0", ("acked_records_survive", "LeaderInIsrInAr"), "reference/selectors.py",

@@ -178,7 +178,9 @@ class BoundedSystem:
                     out.append(A.Produce(tp, 1, "1"))
                 lai = dict(state.zk.partitions).get(tp)
                 if lai is not None:
-                    out += [A.IsrShrink(tp, b) for b in lai.isr if b != lai.leader]
+                    # The leader shrinks the ISR as it sees it (under async delivery its view may be behind ZK's).
+                    own = dict(state.replicas).get((tp[0], tp[1], lai.leader))
+                    out += [A.IsrShrink(tp, b) for b in (own.isr if own is not None else lai.isr) if b != lai.leader]
         if "deletion" in fam:
             out += [A.DeleteTopic(t.topic) for t in self.topic_steps + self.late_steps
                     if any(k[0] == t.topic for k in assignments)]

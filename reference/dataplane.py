@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from kcm.model.actions import Consume, IsrShrink, Produce, Replicate
-from kcm.model.cluster import NO_LEADER, ReplicaData
+from kcm.model.cluster import NO_LEADER, LeaderAndIsr, ReplicaData
 from kcm.model.errors import (
     BrokerNotAvailable,
     FencedLeaderEpoch,
@@ -97,7 +97,9 @@ def _write_isr(t: Txn, tp: tuple, leader: int, isr: tuple[int, ...]) -> None:
         raise StaleZkVersion(f"broker {leader} wrote the ISR of {tp_name(tp)} with zkVersion {data.zk_version}, "
                              f"the znode is at {lai.zk_version}")
     isr = tuple(sorted(isr))
-    t.zk.partitions[tp] = lai._replace(isr=isr, zk_version=lai.zk_version + 1)
+    # Like Kafka's Partition.updateIsr, the leader writes its own view (itself, its leader epoch) with the new ISR;
+    # the zkVersion condition above is what keeps a leader with an outdated view from overwriting a newer one.
+    t.zk.partitions[tp] = LeaderAndIsr(leader, data.leader_epoch, isr, lai.controller_epoch, lai.zk_version + 1)
     t.replicas[_key(tp, leader)] = data._replace(isr=isr, zk_version=lai.zk_version + 1)
     try:
         from kcm.reference.reassignment import on_isr_change

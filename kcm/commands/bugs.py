@@ -60,6 +60,8 @@ def _table(rows: list[dict]) -> str:
         fixed = "clean" if r["fixed_clean"] else ("partial" if not r["fixed_complete"] else "BROKEN")
         lines.append(f"{r['name']:12} {(r['property'] or 'NOT FOUND'):26} {r['trace_length'] or '-':>5} "
                      f"{r['states']:>8,} {r['seconds']:>7}   {fixed:6} {r['fixed_states']:>8,} {r['fixed_seconds']:>7}")
+        if r.get("error"):
+            lines.append(f"{'':12} {r['error']}")
         if not r["fixed_clean"] and r["fixed_violations"]:
             lines.append(f"{'':12} fixed model violates: {', '.join(r['fixed_violations'])}")
     found = sum(r["rediscovered"] for r in rows)
