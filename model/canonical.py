@@ -47,15 +47,34 @@ def relative_zk_versions(state: Cluster) -> Cluster:
             return v - low.get(tp, 0)
         return v - cur + 1 if v >= cur else 0
 
+    # Each part is rebuilt only when one of its versions moves, so an already relative part is kept as it is.
     def shift_map(m: Any) -> Any:
+        if all(rel(tp, lai.zk_version) == lai.zk_version for tp, lai in m):
+            return m
         return tuple((tp, lai._replace(zk_version=rel(tp, lai.zk_version))) for tp, lai in m)
 
     def shift_ctx(ctx: ControllerContext | None) -> ControllerContext | None:
-        return None if ctx is None else ctx._replace(leadership=shift_map(ctx.leadership))
+        if ctx is None:
+            return None
+        leadership = shift_map(ctx.leadership)
+        return ctx if leadership is ctx.leadership else ctx._replace(leadership=leadership)
 
-    replicas = tuple((k, d._replace(zk_version=rel((k[0], k[1]), d.zk_version))) for k, d in state.replicas)
-    inflight = tuple((key, tuple(r._replace(zk_version=rel(r.tp, r.zk_version))
-                                 if isinstance(r, LeaderAndIsrRequest) else r for r in queue))
-                     for key, queue in state.inflight)
-    return state._replace(zk=state.zk._replace(partitions=shift_map(state.zk.partitions)), ctx=shift_ctx(state.ctx),
-                          zombie=shift_ctx(state.zombie), replicas=replicas, inflight=inflight)
+    def shift_queue(queue: tuple) -> tuple:
+        if all(not isinstance(r, LeaderAndIsrRequest) or rel(r.tp, r.zk_version) == r.zk_version for r in queue):
+            return queue
+        return tuple(r._replace(zk_version=rel(r.tp, r.zk_version)) if isinstance(r, LeaderAndIsrRequest) else r
+                     for r in queue)
+
+    replicas = state.replicas
+    if any(rel((k[0], k[1]), d.zk_version) != d.zk_version for k, d in replicas):
+        replicas = tuple((k, d._replace(zk_version=rel((k[0], k[1]), d.zk_version))) for k, d in replicas)
+    inflight = tuple((key, shift_queue(queue)) for key, queue in state.inflight)
+    if all(new[1] is old[1] for new, old in zip(inflight, state.inflight, strict=True)):
+        inflight = state.inflight
+    partitions = shift_map(state.zk.partitions)
+    zk = state.zk if partitions is state.zk.partitions else state.zk._replace(partitions=partitions)
+    ctx, zombie = shift_ctx(state.ctx), shift_ctx(state.zombie)
+    if (zk is state.zk and ctx is state.ctx and zombie is state.zombie and replicas is state.replicas
+            and inflight is state.inflight):
+        return state
+    return state._replace(zk=zk, ctx=ctx, zombie=zombie, replicas=replicas, inflight=inflight)
