@@ -48,7 +48,7 @@ def freeze_map(d: dict[Any, Any], original: tuple) -> tuple:
 
 def freeze_set(s: set[Any], original: tuple) -> tuple:
     """The sorted tuple of s, reusing `original` (a sorted tuple) when s holds exactly its members."""
-    if len(s) == len(original) and all(x in s for x in original):
+    if len(s) == len(original) and s.issuperset(original):
         return original
     return tuple(sorted(s))
 
