@@ -47,11 +47,19 @@ def relative_zk_versions(state: Cluster) -> Cluster:
             return v - low.get(tp, 0)
         return v - cur + 1 if v >= cur else 0
 
-    # Each part is rebuilt only when one of its versions moves, so an already relative part is kept as it is.
+    # A part is rebuilt only when one of its versions moves; unchanged entries are kept as they are.
     def shift_map(m: Any) -> Any:
-        if all(rel(tp, lai.zk_version) == lai.zk_version for tp, lai in m):
-            return m
-        return tuple((tp, lai._replace(zk_version=rel(tp, lai.zk_version))) for tp, lai in m)
+        out = []
+        changed = False
+        for kv in m:
+            tp, lai = kv
+            v = rel(tp, lai.zk_version)
+            if v == lai.zk_version:
+                out.append(kv)
+            else:
+                out.append((tp, lai._replace(zk_version=v)))
+                changed = True
+        return tuple(out) if changed else m
 
     def shift_ctx(ctx: ControllerContext | None) -> ControllerContext | None:
         if ctx is None:
@@ -59,18 +67,31 @@ def relative_zk_versions(state: Cluster) -> Cluster:
         leadership = shift_map(ctx.leadership)
         return ctx if leadership is ctx.leadership else ctx._replace(leadership=leadership)
 
+    def shift_replicas(m: Any) -> Any:
+        out = []
+        changed = False
+        for kv in m:
+            k, d = kv
+            v = rel((k[0], k[1]), d.zk_version)
+            if v == d.zk_version:
+                out.append(kv)
+            else:
+                out.append((k, d._replace(zk_version=v)))
+                changed = True
+        return tuple(out) if changed else m
+
     def shift_queue(queue: tuple) -> tuple:
         if all(not isinstance(r, LeaderAndIsrRequest) or rel(r.tp, r.zk_version) == r.zk_version for r in queue):
             return queue
         return tuple(r._replace(zk_version=rel(r.tp, r.zk_version)) if isinstance(r, LeaderAndIsrRequest) else r
                      for r in queue)
 
-    replicas = state.replicas
-    if any(rel((k[0], k[1]), d.zk_version) != d.zk_version for k, d in replicas):
-        replicas = tuple((k, d._replace(zk_version=rel((k[0], k[1]), d.zk_version))) for k, d in replicas)
-    inflight = tuple((key, shift_queue(queue)) for key, queue in state.inflight)
-    if all(new[1] is old[1] for new, old in zip(inflight, state.inflight, strict=True)):
-        inflight = state.inflight
+    replicas = shift_replicas(state.replicas)
+    inflight = state.inflight
+    if inflight:
+        inflight = tuple((key, shift_queue(queue)) for key, queue in inflight)
+        if all(new[1] is old[1] for new, old in zip(inflight, state.inflight, strict=True)):
+            inflight = state.inflight
     partitions = shift_map(state.zk.partitions)
     zk = state.zk if partitions is state.zk.partitions else state.zk._replace(partitions=partitions)
     ctx, zombie = shift_ctx(state.ctx), shift_ctx(state.zombie)
