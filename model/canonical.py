@@ -47,15 +47,55 @@ def relative_zk_versions(state: Cluster) -> Cluster:
             return v - low.get(tp, 0)
         return v - cur + 1 if v >= cur else 0
 
+    # A part is rebuilt only when one of its versions moves; unchanged entries are kept as they are.
     def shift_map(m: Any) -> Any:
-        return tuple((tp, lai._replace(zk_version=rel(tp, lai.zk_version))) for tp, lai in m)
+        out = []
+        changed = False
+        for kv in m:
+            tp, lai = kv
+            v = rel(tp, lai.zk_version)
+            if v == lai.zk_version:
+                out.append(kv)
+            else:
+                out.append((tp, lai._replace(zk_version=v)))
+                changed = True
+        return tuple(out) if changed else m
 
     def shift_ctx(ctx: ControllerContext | None) -> ControllerContext | None:
-        return None if ctx is None else ctx._replace(leadership=shift_map(ctx.leadership))
+        if ctx is None:
+            return None
+        leadership = shift_map(ctx.leadership)
+        return ctx if leadership is ctx.leadership else ctx._replace(leadership=leadership)
 
-    replicas = tuple((k, d._replace(zk_version=rel((k[0], k[1]), d.zk_version))) for k, d in state.replicas)
-    inflight = tuple((key, tuple(r._replace(zk_version=rel(r.tp, r.zk_version))
-                                 if isinstance(r, LeaderAndIsrRequest) else r for r in queue))
-                     for key, queue in state.inflight)
-    return state._replace(zk=state.zk._replace(partitions=shift_map(state.zk.partitions)), ctx=shift_ctx(state.ctx),
-                          zombie=shift_ctx(state.zombie), replicas=replicas, inflight=inflight)
+    def shift_replicas(m: Any) -> Any:
+        out = []
+        changed = False
+        for kv in m:
+            k, d = kv
+            v = rel((k[0], k[1]), d.zk_version)
+            if v == d.zk_version:
+                out.append(kv)
+            else:
+                out.append((k, d._replace(zk_version=v)))
+                changed = True
+        return tuple(out) if changed else m
+
+    def shift_queue(queue: tuple) -> tuple:
+        if all(not isinstance(r, LeaderAndIsrRequest) or rel(r.tp, r.zk_version) == r.zk_version for r in queue):
+            return queue
+        return tuple(r._replace(zk_version=rel(r.tp, r.zk_version)) if isinstance(r, LeaderAndIsrRequest) else r
+                     for r in queue)
+
+    replicas = shift_replicas(state.replicas)
+    inflight = state.inflight
+    if inflight:
+        inflight = tuple((key, shift_queue(queue)) for key, queue in inflight)
+        if all(new[1] is old[1] for new, old in zip(inflight, state.inflight, strict=True)):
+            inflight = state.inflight
+    partitions = shift_map(state.zk.partitions)
+    zk = state.zk if partitions is state.zk.partitions else state.zk._replace(partitions=partitions)
+    ctx, zombie = shift_ctx(state.ctx), shift_ctx(state.zombie)
+    if (zk is state.zk and ctx is state.ctx and zombie is state.zombie and replicas is state.replicas
+            and inflight is state.inflight):
+        return state
+    return state._replace(zk=zk, ctx=ctx, zombie=zombie, replicas=replicas, inflight=inflight)

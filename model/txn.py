@@ -3,74 +3,170 @@
 Operations are pure functions `state -> (state, effects)`: they thaw the value into a `Txn`, work on
 it the way Kafka's controller works on its caches, and `commit()` freezes the result. An operation
 that raises simply drops its Txn, so a refused step leaves the original value untouched.
+
+Thawing is lazy and copy-on-write: a field becomes a dict or set only when an operation first reads it, and
+`commit()` hands back the very same sub-tuple for every field that ended equal to its original (most of them
+in most steps), so the next state shares its unchanged parts with the previous one. That sharing is what
+makes the explorers' equality tests and the properties' identity short-cuts cheap.
 """
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any
 
 from kcm.model.cluster import Cluster, ClusterConfig, ControllerContext, Ghost, Zk
 from kcm.model.effects import Effects, Request, StateChange
-from kcm.model.fmap import freeze
 from kcm.model.names import replica_name, tp_name
 from kcm.model.states import PartitionState, ReplicaState
 from kcm.model.transitions import partition_move, replica_move
 
-# Fields of each record that are frozen maps (thawed to dicts) or sorted tuples (thawed to sets).
-_ZK_MAPS = ("assignments", "partitions", "reassign_partitions")
-_ZK_SETS = ("brokers", "delete_topics")
-_CTX_MAPS = ("assignments", "leadership", "partition_states", "replica_states", "reassignments")
-_CTX_SETS = ("live_brokers", "shutting_down", "topics_to_delete", "topics_ineligible")
-_GHOST_MAPS = ("elected", "acked", "consumed", "pending")
+_MISSING = object()
 
 
-def thaw_context(ctx: ControllerContext) -> SimpleNamespace:
+def freeze_map(d: dict[Any, Any], original: tuple) -> tuple:
+    """The frozen map of d, reusing `original` (a frozen map) or its pairs wherever d still holds them.
+
+    Equal to `fmap.freeze(d)`: when d has the original's keys the original (sorted) order is kept and only the
+    changed pairs are rebuilt; otherwise the items are sorted afresh.
+    """
+    if len(d) == len(original):
+        out = []
+        same = True
+        for kv in original:
+            v = d.get(kv[0], _MISSING)
+            if v is _MISSING:
+                break
+            if v is kv[1]:
+                out.append(kv)
+            else:
+                out.append((kv[0], v))
+                same = False
+        else:
+            return original if same else tuple(out)
+    return tuple(sorted(d.items()))
+
+
+def freeze_set(s: set[Any], original: tuple) -> tuple:
+    """The sorted tuple of s, reusing `original` (a sorted tuple) when s holds exactly its members."""
+    if len(s) == len(original) and s.issuperset(original):
+        return original
+    return tuple(sorted(s))
+
+
+class Draft:
+    """A working copy of one record (Zk, ControllerContext, Ghost) whose fields are thawed on first access.
+
+    Frozen-map fields read as dicts and sorted-tuple fields as sets; the others read as they are. Only what an
+    operation touches is ever copied.
+    """
+
+    _MAPS: frozenset[str] = frozenset()
+    _SETS: frozenset[str] = frozenset()
+    _INDEX: dict[str, int] = {}  # field name -> position in the record
+
+    def __init__(self, base: Any) -> None:
+        self._base = base
+
+    def __getattr__(self, name: str) -> Any:
+        # Called only for a field not materialized yet: thaw it from the base record and keep the copy.
+        i = self._INDEX.get(name)
+        if i is None:
+            raise AttributeError(name)
+        value = self.__dict__["_base"][i]
+        if name in self._MAPS:
+            value = dict(value)
+        elif name in self._SETS:
+            value = set(value)
+        self.__dict__[name] = value
+        return value
+
+    def freeze(self) -> Any:
+        """The immutable record: the base itself when nothing differs, else a copy with the changed fields."""
+        fields = self.__dict__
+        base = fields["_base"]
+        if len(fields) == 1:
+            return base
+        values = None
+        maps, sets, index = self._MAPS, self._SETS, self._INDEX
+        for name, new in fields.items():
+            i = index.get(name)
+            if i is None:
+                continue  # _base
+            old = base[i]
+            if name in maps:
+                new = freeze_map(new, old)
+            elif name in sets:
+                new = freeze_set(new, old)
+            if new is not old:
+                if values is None:
+                    values = list(base)
+                values[i] = new
+        return base if values is None else base._make(values)
+
+
+class ZkDraft(Draft):
+    """A working copy of the ZooKeeper tree."""
+
+    _MAPS = frozenset(("assignments", "partitions", "reassign_partitions"))
+    _SETS = frozenset(("brokers", "delete_topics"))
+    _INDEX = {name: i for i, name in enumerate(Zk._fields)}
+
+
+class ContextDraft(Draft):
     """A working copy of a controller context."""
-    return _thaw(ctx, _CTX_MAPS, _CTX_SETS)
+
+    _MAPS = frozenset(("assignments", "leadership", "partition_states", "replica_states", "reassignments"))
+    _SETS = frozenset(("live_brokers", "shutting_down", "topics_to_delete", "topics_ineligible"))
+    _INDEX = {name: i for i, name in enumerate(ControllerContext._fields)}
 
 
-def freeze_context(ns: SimpleNamespace) -> ControllerContext:
+class GhostDraft(Draft):
+    """A working copy of the ghost history."""
+
+    _MAPS = frozenset(("elected", "acked", "consumed", "pending"))
+    _INDEX = {name: i for i, name in enumerate(Ghost._fields)}
+
+
+def thaw_context(ctx: ControllerContext) -> ContextDraft:
+    """A working copy of a controller context."""
+    return ContextDraft(ctx)
+
+
+def freeze_context(ns: ContextDraft) -> ControllerContext:
     """The immutable value of a working controller context."""
-    return _freeze(ControllerContext, ns, _CTX_MAPS, _CTX_SETS)
+    return ns.freeze()
 
 
-def _thaw(rec: Any, maps: tuple[str, ...], sets: tuple[str, ...]) -> SimpleNamespace:
-    d = rec._asdict()
-    for f in maps:
-        d[f] = dict(d[f])
-    for f in sets:
-        d[f] = set(d[f])
-    return SimpleNamespace(**d)
-
-
-def _freeze(cls: Any, ns: SimpleNamespace, maps: tuple[str, ...], sets: tuple[str, ...]) -> Any:
-    d = dict(vars(ns))
-    for f in maps:
-        d[f] = freeze(d[f])
-    for f in sets:
-        d[f] = tuple(sorted(d[f]))
-    return cls(**d)
+# Cluster-level maps a Txn thaws to dicts on first access.
+_TXN_MAPS = frozenset(("brokers", "replicas", "inflight"))
 
 
 class Txn:
     """Drafts of every part of a Cluster plus the effects emitted so far."""
 
+    request_batch: Any = None  # the reference's batch of control requests in progress (kcm.reference.requests)
+
     def __init__(self, config: ClusterConfig, state: Cluster) -> None:
         self.config = config
         self.rules = config.rule_set()
         self.base = state
-        self.brokers: dict[int, Any] = dict(state.brokers)
-        self.zk = _thaw(state.zk, _ZK_MAPS, _ZK_SETS)
-        self.ctx = thaw_context(state.ctx)
-        self.replicas: dict[tuple, Any] = dict(state.replicas)
-        self.ghost = _thaw(state.ghost, _GHOST_MAPS, ())
-        self.inflight: dict[tuple[int, int], tuple] = dict(state.inflight)
+        self.zk = ZkDraft(state.zk)
+        self.ctx = ContextDraft(state.ctx)
+        self.ghost = GhostDraft(state.ghost)
         self.zombie: ControllerContext | None = state.zombie
         self.requests: list[Request] = []
         self.state_changes: list[StateChange] = []
         self.notes: list[str] = []
         self.result: Any = None
+
+    # brokers: dict[int, BrokerState], replicas: dict[tuple, ReplicaData] and inflight: dict[tuple[int, int],
+    # tuple] are thawed from the base state by __getattr__ on first access.
+    def __getattr__(self, name: str) -> Any:
+        if name not in _TXN_MAPS:
+            raise AttributeError(name)
+        value = dict(getattr(self.__dict__["base"], name))
+        self.__dict__[name] = value
+        return value
 
     # -- the two state machines: every change goes through the table ---------------------------
 
@@ -85,7 +181,9 @@ class Txn:
     def set_partition_state(self, tp: tuple, target: str) -> None:
         """Move a partition to target; IllegalStateTransition if the table refuses."""
         current = self.partition_state(tp)
-        partition_move(self.rules, tp_name(tp), current, target)
+        if not self.rules.allows_partition(current, target):
+            # The guarded move raises IllegalStateTransition; a move the table allows needs no second check.
+            partition_move(self.rules, tp_name(tp), current, target)
         if target == PartitionState.NON_EXISTENT:
             self.ctx.partition_states.pop(tp, None)
         else:
@@ -95,7 +193,8 @@ class Txn:
     def set_replica_state(self, tp: tuple, broker: int, target: str) -> None:
         """Move a replica to target; IllegalStateTransition if the table refuses."""
         current = self.replica_state(tp, broker)
-        replica_move(self.rules, replica_name(tp, broker), current, target)
+        if not self.rules.allows_replica(current, target):
+            replica_move(self.rules, replica_name(tp, broker), current, target)
         key = (tp[0], tp[1], broker)
         if target == ReplicaState.NON_EXISTENT:
             self.ctx.replica_states.pop(key, None)
@@ -111,7 +210,7 @@ class Txn:
         """Whether the table allows the replica's move to target (controller ops skip the rest)."""
         return self.rules.allows_replica(self.replica_state(tp, broker), target)
 
-    def swap_context(self, other: SimpleNamespace) -> SimpleNamespace:
+    def swap_context(self, other: ContextDraft) -> ContextDraft:
         """Make `other` the working controller context and return the one it replaces (zombie steps)."""
         previous, self.ctx = self.ctx, other
         return previous
@@ -124,13 +223,19 @@ class Txn:
 
     def commit(self) -> tuple[Cluster, Effects]:
         """Freeze the drafts into the next Cluster value and return it with the effects."""
-        state = Cluster(
-            brokers=freeze(self.brokers),
-            zk=_freeze(Zk, self.zk, _ZK_MAPS, _ZK_SETS),
-            ctx=freeze_context(self.ctx),
-            replicas=freeze(self.replicas),
-            ghost=_freeze(Ghost, self.ghost, _GHOST_MAPS, ()),
-            inflight=freeze({b: q for b, q in self.inflight.items() if q}),
-            zombie=self.zombie,
-        )
+        base = self.base
+        thawed = self.__dict__
+        brokers = freeze_map(thawed["brokers"], base.brokers) if "brokers" in thawed else base.brokers
+        replicas = freeze_map(thawed["replicas"], base.replicas) if "replicas" in thawed else base.replicas
+        if "inflight" in thawed or not all(q for _, q in base.inflight):
+            inflight = freeze_map({b: q for b, q in self.inflight.items() if q}, base.inflight)
+        else:
+            inflight = base.inflight
+        zk, ctx, ghost = self.zk.freeze(), self.ctx.freeze(), self.ghost.freeze()
+        zombie = self.zombie
+        if (brokers is base.brokers and zk is base.zk and ctx is base.ctx and replicas is base.replicas
+                and ghost is base.ghost and inflight is base.inflight and zombie is base.zombie):
+            state = base
+        else:
+            state = Cluster(brokers, zk, ctx, replicas, ghost, inflight, zombie)
         return state, Effects(tuple(self.requests), tuple(self.state_changes), tuple(self.notes), self.result)

@@ -62,6 +62,8 @@ def one_leader_per_epoch(model: Any, before: Cluster, action: Any, after: Cluste
 
 def leader_epochs_never_go_back(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
     """A partition znode's leader epoch never decreases while the partition exists."""
+    if after.zk.partitions is before.zk.partitions:
+        return True  # the step wrote no partition znode
     old = dict(before.zk.partitions)
     for tp, lai in after.zk.partitions:
         prev = old.get(tp)
@@ -74,12 +76,16 @@ def controller_epoch_monotone(model: Any, before: Cluster, action: Any, after: C
     """/controller_epoch and every broker's newest accepted controller epoch never decrease."""
     if after.zk.controller_epoch < before.zk.controller_epoch:
         return False
+    if after.brokers is before.brokers:
+        return True
     old = dict(before.brokers)
     return all(b.controller_epoch >= old[i].controller_epoch for i, b in after.brokers if i in old)
 
 
 def brokers_refuse_stale_epochs(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
     """No broker applies a LeaderAndIsr older than the newest controller epoch it has accepted."""
+    if not effects.requests or after.replicas is before.replicas:
+        return True  # nothing sent, or no broker applied anything
     brokers = dict(before.brokers)
     old = dict(before.replicas)
     new = dict(after.replicas)
@@ -109,6 +115,8 @@ def reassignment_ar_is_union(model: Any, state: Cluster) -> bool:
 
 def ar_shrinks_only_last(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
     """Replicas leave a partition's AR only in the step that completes its reassignment, after RAR joined the ISR."""
+    if after.zk.assignments is before.zk.assignments:
+        return True  # no AR changed
     new = dict(after.zk.assignments)
     moving = dict(before.ctx.reassignments)
     for tp, ar in before.zk.assignments:
@@ -176,6 +184,8 @@ def clean_elections(model: Any, before: Cluster, action: Any, after: Cluster, ef
 
 def zk_writes_fenced(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
     """Only the controller of the newest epoch elects: a znode whose leader epoch changes carries that epoch."""
+    if after.zk.partitions is before.zk.partitions:
+        return True  # no znode written
     old = dict(before.zk.partitions)
     for tp, lai in after.zk.partitions:
         prev = old.get(tp)
@@ -218,6 +228,8 @@ def liveness_view(model: Any, state: Cluster) -> bool:
 
 def reassignment_ends_complete(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
     """A reassignment leaves /admin/reassign_partitions only when AR is its target (or the topic is gone)."""
+    if not before.zk.reassign_partitions or after.zk.reassign_partitions is before.zk.reassign_partitions:
+        return True  # none was requested, or none left
     still = dict(after.zk.reassign_partitions)
     ar = dict(after.zk.assignments)
     return all(tp in still or tp not in ar or ar[tp] == target for tp, target in before.zk.reassign_partitions)
@@ -265,6 +277,8 @@ def some_controller_failover(model: Any, state: Cluster) -> bool:
 
 def some_reassignment_completes(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
     """Some step completes a reassignment (it leaves the controller's list of reassignments in flight)."""
+    if not before.ctx.reassignments:
+        return False
     done = dict(after.ctx.reassignments)
     return any(tp not in done and get(after.zk.assignments, tp) == r.target for tp, r in before.ctx.reassignments)
 

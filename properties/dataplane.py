@@ -67,6 +67,8 @@ def _leaders(state: Cluster) -> dict[tuple, tuple[int, int, int]]:
 
 def leader_hw_monotone(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
     """A leader's HW never goes backwards while it leads in one leader epoch."""
+    if after.replicas is before.replicas and after.brokers is before.brokers:
+        return True  # no replica and no broker changed
     old = _leaders(before)
     for tp, (leader, epoch, hw) in _leaders(after).items():
         prev = old.get(tp)

@@ -18,6 +18,7 @@ from kcm.model.effects import LeaderAndIsrRequest, StopReplicaRequest, UpdateMet
 from kcm.model.errors import NoRequestInFlight
 from kcm.model.names import tp_name
 from kcm.model.txn import Txn
+from kcm.reference import hooks
 
 
 class RequestBatch:
@@ -35,7 +36,7 @@ class RequestBatch:
 
 def batch(t: Txn) -> RequestBatch:
     """The batch of the operation in progress (one per Txn, created on first use)."""
-    b = getattr(t, "request_batch", None)
+    b = t.request_batch
     if b is None:
         b = RequestBatch()
         t.request_batch = b  # type: ignore[attr-defined]
@@ -71,8 +72,8 @@ def add_stop_replica(t: Txn, broker: int, tp: tuple, delete: bool) -> None:
 
 def flush(t: Txn) -> None:
     """Send the batch: LeaderAndIsr, then UpdateMetadata, then StopReplica, each delivered at once."""
-    b = batch(t)
-    if b.empty():
+    b = t.request_batch
+    if b is None or b.empty():
         return
     t.request_batch = RequestBatch()  # type: ignore[attr-defined]
     epoch = t.ctx.epoch
@@ -162,11 +163,12 @@ def _apply_leader_and_isr(t: Txn, req: LeaderAndIsrRequest) -> bool:
         t.note(f"broker {req.broker} ignored LeaderAndIsr for {tp_name(req.tp)}: leader epoch {req.leader_epoch} "
                f"is not above its {data.leader_epoch}")
         return False
-    fields = dict(leader=req.leader, leader_epoch=req.leader_epoch, isr=tuple(sorted(req.isr)),
-                  zk_version=req.zk_version, replicas=tuple(req.replicas))
-    t.replicas[key] = data._replace(**fields) if data is not None else ReplicaData(log=(), hw=0, **fields)
-    from kcm.reference import hooks
-
+    isr, replicas = tuple(sorted(req.isr)), tuple(req.replicas)
+    if data is None:
+        t.replicas[key] = ReplicaData((), 0, req.leader, req.leader_epoch, isr, req.zk_version, replicas)
+    else:
+        t.replicas[key] = ReplicaData(data.log, data.hw, req.leader, req.leader_epoch, isr, req.zk_version, replicas,
+                                      data.remote_leo, data.truncating)
     if req.leader == req.broker:
         hooks.call("become_leader", t, req.tp, req.broker)
     elif req.leader != NO_LEADER:
