@@ -239,7 +239,18 @@ class BrokerBounce(NamedTuple):
         return {"op": "broker_bounce", "broker": self.broker}
 
 
-EXTENSION_OPS: dict[str, type] = {"deliver": Deliver, "zombie_elect": ZombieElect, "broker_bounce": BrokerBounce}
+class SessionExpiry(NamedTuple):
+    """The broker's ZooKeeper session expires and it registers again; its process and memory live on."""
+
+    broker: int
+
+    def to_step(self) -> dict[str, Any]:
+        """This action as a (extension) step."""
+        return {"op": "session_expiry", "broker": self.broker}
+
+
+EXTENSION_OPS: dict[str, type] = {"deliver": Deliver, "zombie_elect": ZombieElect, "broker_bounce": BrokerBounce,
+                                  "session_expiry": SessionExpiry}
 
 CONTRACT_OPS: dict[str, type] = {
     "create_topic": CreateTopic,
@@ -279,8 +290,8 @@ def from_step(step: dict[str, Any]) -> Any:
         return CONTRACT_OPS[op](int(step["broker"]))
     if op == "deliver":
         return Deliver(int(step["broker"]), int(step.get("controller_epoch", -1)))
-    if op == "broker_bounce":
-        return BrokerBounce(int(step["broker"]))
+    if op in ("broker_bounce", "session_expiry"):
+        return EXTENSION_OPS[op](int(step["broker"]))
     if op == "zombie_elect":
         return ZombieElect(parse_tp(step["partition"]))
     if op == "controller_resign":

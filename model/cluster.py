@@ -114,6 +114,8 @@ class BrokerState(NamedTuple):
     shutting_down: bool
     controller_epoch: int  # requests with an older epoch are refused (StaleControllerEpoch)
     incarnation: int  # bumps at each restart (the broker epoch of KIP-380)
+    # Variant KAFKA-12315: a fenced zombie left requests in this broker's ControllerBrokerRequestBatch.
+    leftover_batch: bool = False
 
 
 class ReplicaData(NamedTuple):

@@ -35,9 +35,6 @@ VARIANTS: tuple[Variant, ...] = (
     Variant("KIP-279", "log divergence after fast leader fail-over (KAFKA-6361)",
             "0.11.0 - 1.1", "2.0.0", ("logs_agree_below_hw", "acked_records_survive"), "reference/truncation.py",
             {"truncation": "leader_epoch"}, {"truncation": "kip279"}),
-    Variant("KIP-320", "fetches carry no leader epoch: a follower replicates from a fenced leader (KAFKA-7395)",
-            "<= 2.0", "2.1.0", ("logs_agree_below_hw", "acked_records_survive"), "reference/truncation.py",
-            {"truncation": "kip279"}, {"truncation": "kip320"}),
     Variant("KAFKA-7128", "a follower rejoins the ISR having caught up only to a lagging high watermark",
             "<= 2.0.0", "2.0.1", ("isr_joins_reach_epoch_start", "acked_records_survive"), "reference/dataplane.py",
             _switch("KAFKA-7128"), {}),
@@ -61,6 +58,12 @@ VARIANTS: tuple[Variant, ...] = (
 )
 
 VARIANTS += (
+    Variant("KAFKA-2729", "a broker whose session expired is not told what changed: it keeps its old leadership "
+            "and zkVersion, and its ISR updates fail forever", "0.8.2 - 1.0", "1.1.0", ("ReplicasFollowZk",),
+            "reference/brokers.py", _switch("KAFKA-2729"), {}),
+    Variant("KAFKA-12315", "a fenced controller's request batch is not cleared, so that broker cannot become "
+            "controller again (KAFKA-3173's message)", "2.x", "unmerged upstream (PR 10089)", ("ControllerActive",),
+            "reference/zombie.py", _switch("KAFKA-12315"), {}),
     Variant("KAFKA-2937", "a topic whose partition has no leader and ISR znode can never finish deletion",
             "0.9.0", "0.10.0.0", ("DeletionProgress",), "reference/replica_machine.py", _switch("KAFKA-2937"), {}),
 )

@@ -226,6 +226,38 @@ def liveness_view(model: Any, state: Cluster) -> bool:
     return True
 
 
+def replicas_follow_zk(model: Any, state: Cluster) -> bool:
+    """Every live replica of a partition with a leader acts on the znode's leader and leader epoch.
+
+    Any controller write of a leader or leader epoch goes to every live replica in AR; brokers shutting down,
+    topics being deleted and brokers with control requests still in flight (delivery "async") are left out.
+    """
+    brokers = dict(state.brokers)
+    local = dict(state.replicas)
+    waiting = {b for (b, _e), q in state.inflight if q}
+    deleting = set(state.zk.delete_topics)
+    assignments = dict(state.zk.assignments)
+    for tp, lai in state.zk.partitions:
+        if lai.leader == NO_LEADER or tp[0] in deleting:
+            continue
+        for b in assignments.get(tp, ()):
+            s = brokers.get(b)
+            if s is None or not s.alive or s.shutting_down or b in waiting:
+                continue
+            data = local.get((tp[0], tp[1], b))
+            if data is None or (data.leader, data.leader_epoch) != (lai.leader, lai.leader_epoch):
+                return False
+    return True
+
+
+def controller_active(model: Any, state: Cluster) -> bool:
+    """While any broker is live, the owner of /controller is a live broker acting as the active controller."""
+    live = {b for b, s in state.brokers if s.alive}
+    if not live:
+        return True
+    return state.zk.controller in live and state.ctx.controller_id == state.zk.controller
+
+
 def reassignment_ends_complete(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
     """A reassignment leaves /admin/reassign_partitions only when AR is its target (or the topic is gone)."""
     if not before.zk.reassign_partitions or after.zk.reassign_partitions is before.zk.reassign_partitions:
@@ -316,6 +348,8 @@ PROPERTIES: list[Property] = [
     named("ZkEpochFencing", STEP, zk_writes_fenced),
     named("ControllerCacheMatchesZk", ALWAYS, controller_cache_matches_zk),
     named("LivenessView", ALWAYS, liveness_view),
+    named("ReplicasFollowZk", ALWAYS, replicas_follow_zk),
+    named("ControllerActive", ALWAYS, controller_active),
     named("ReassignmentEndsComplete", STEP, reassignment_ends_complete),
     named("ReassignmentsTracked", ALWAYS, reassignments_tracked),
     named("DeletionProgress", ALWAYS, deletion_progresses),

@@ -55,6 +55,7 @@ HANDLERS: dict[type, Handler] = {
     A.Deliver: requests.deliver_next,
     A.ZombieElect: zombie.zombie_elect,
     A.BrokerBounce: brokers.broker_bounce,
+    A.SessionExpiry: brokers.session_expiry,
 }
 
 

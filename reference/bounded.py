@@ -25,7 +25,8 @@ from kcm.properties import dataplane as dataplane_properties
 from kcm.reference import api
 
 FAMILIES = ("broker_failure", "controlled_shutdown", "controller_failover", "reassignment", "preferred",
-            "data_plane", "acks_one", "deletion", "topic_creation", "zombie_controller", "fast_bounce")
+            "data_plane", "acks_one", "deletion", "topic_creation", "zombie_controller", "fast_bounce",
+            "session_expiry")
 _KEYS = {"name", "description", "brokers", "rules", "truncation", "unclean_leader_election", "min_insync_replicas",
          "topics", "late_topics", "families", "bounds", "properties", "variants", "delivery"}
 _BOUNDS = {"max_failures": 1, "max_restarts": 1, "max_controller_epoch": 2, "max_leader_epoch": 3, "max_records": 1,
@@ -144,7 +145,9 @@ class BoundedSystem:
         fam = self.families
         if "broker_failure" in fam:
             out += [A.BrokerFail(b) for b, s in brokers.items() if s.alive and budget]
-            out += [A.BrokerStart(b) for b, s in brokers.items() if not s.alive]
+            # A restart past max_restarts would only leave the boundary: not offered (same states, less work).
+            out += [A.BrokerStart(b) for b, s in brokers.items()
+                    if not s.alive and s.incarnation < self.bounds["max_restarts"]]
         if "controlled_shutdown" in fam and budget:
             out += [A.ControlledShutdown(b) for b, s in brokers.items() if s.alive and not s.shutting_down]
         if "controller_failover" in fam and state.zk.controller_epoch < self.bounds["max_controller_epoch"]:
@@ -155,6 +158,8 @@ class BoundedSystem:
                 out += [A.ControllerResign(b) for b, s in brokers.items() if s.alive and b != state.zk.controller]
             if state.zombie is not None:
                 out += [A.ZombieElect(tp) for tp in self.tps]
+        if "session_expiry" in fam:
+            out += [A.SessionExpiry(b) for b, s in brokers.items() if s.alive and b != state.zk.controller]
         if "fast_bounce" in fam:
             out += [A.BrokerBounce(b) for b, s in brokers.items() if s.alive and b != state.zk.controller]
         out += [A.Deliver(b, e) for (b, e), queue in state.inflight if queue]

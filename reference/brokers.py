@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kcm.model.actions import BrokerBounce, BrokerFail, BrokerStart, ControlledShutdown
+from kcm.model.actions import BrokerBounce, BrokerFail, BrokerStart, ControlledShutdown, SessionExpiry
 from kcm.model.cluster import NO_LEADER
 from kcm.model.errors import BrokerNotAvailable
 from kcm.model.states import PartitionState as P
@@ -26,7 +26,8 @@ def broker_start(t: Txn, a: BrokerStart) -> None:
     state = t.brokers[a.broker]
     if state.alive:
         raise BrokerNotAvailable(f"broker {a.broker} is already live")
-    t.brokers[a.broker] = state._replace(alive=True, shutting_down=False, incarnation=state.incarnation + 1)
+    t.brokers[a.broker] = state._replace(alive=True, shutting_down=False, incarnation=state.incarnation + 1,
+                                         leftover_batch=False)
     _restart_locally(t, a.broker)
     t.zk.brokers.add(a.broker)
     if not has_controller(t):
@@ -61,7 +62,7 @@ def broker_bounce(t: Txn, a: BrokerBounce) -> None:
                                  "(broker_fail, then broker_start)")
     requests.drop_inflight(t, a.broker)
     hooks.call("on_broker_crash", t, a.broker)
-    restarted = state._replace(shutting_down=False, incarnation=state.incarnation + 1)
+    restarted = state._replace(shutting_down=False, incarnation=state.incarnation + 1, leftover_batch=False)
     if has_controller(t) and not t.config.has("KAFKA-1120"):
         # The controller handles the old incarnation's failure first; nothing it sends reaches the old one.
         t.brokers[a.broker] = restarted._replace(alive=False)
@@ -74,6 +75,34 @@ def broker_bounce(t: Txn, a: BrokerBounce) -> None:
         return
     if t.config.has("KAFKA-1120"):
         t.note(f"broker {a.broker} re-registered before the controller looked: same broker ids, nothing done")
+        return
+    t.ctx.live_brokers.add(a.broker)
+    on_broker_startup(t, {a.broker})
+
+
+def session_expiry(t: Txn, a: SessionExpiry) -> None:
+    """The broker's ZooKeeper session expires and it registers again, without restarting (a long pause).
+
+    The controller handles the lost session (onBrokerFailure; nothing it sends meanwhile reaches the broker) and
+    then the new registration (onBrokerStartup), so the broker learns what changed. Variant KAFKA-2729 (before
+    1.1.0): the re-registration is missed; the broker keeps acting on its old leadership and zkVersion.
+    """
+    _registered(t, a.broker)
+    state = t.brokers[a.broker]
+    if not state.alive:
+        raise BrokerNotAvailable(f"broker {a.broker} is not live")
+    if t.zk.controller == a.broker:
+        raise BrokerNotAvailable(f"broker {a.broker} is the controller: its session loss is a controller failover")
+    requests.drop_inflight(t, a.broker)
+    if not has_controller(t):
+        return
+    t.brokers[a.broker] = state._replace(alive=False)
+    t.ctx.live_brokers.discard(a.broker)
+    t.ctx.shutting_down.discard(a.broker)
+    on_broker_failure(t, {a.broker})
+    t.brokers[a.broker] = state._replace(shutting_down=False)
+    if t.config.has("KAFKA-2729"):
+        t.note(f"broker {a.broker} registered again but the controller missed it; it keeps its old view")
         return
     t.ctx.live_brokers.add(a.broker)
     on_broker_startup(t, {a.broker})

@@ -37,6 +37,10 @@ def elect_controller(t: Txn, preferred: int = NO_CONTROLLER) -> None:
     t.zk.controller_epoch += 1
     t.zk.controller_epoch_zk_version += 1
     t.ghost.max_controller_epoch = max(t.ghost.max_controller_epoch, t.zk.controller_epoch)
+    if t.brokers[winner].leftover_batch:
+        # Variant KAFKA-12315: newBatch() finds the old batch non-empty and failover aborts (IllegalStateException).
+        t.note(f"broker {winner} cannot become controller: its request batch is not empty")
+        return
     t.ctx.controller_id = winner
     t.ctx.epoch = t.zk.controller_epoch
     t.ctx.epoch_zk_version = t.zk.controller_epoch_zk_version

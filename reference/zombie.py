@@ -11,7 +11,13 @@ from __future__ import annotations
 
 from kcm.model.actions import ZombieElect
 from kcm.model.cluster import LeaderAndIsr
-from kcm.model.errors import NoLeaderAvailable, NotController, StaleZkVersion, UnknownTopicOrPartition
+from kcm.model.errors import (
+    NoLeaderAvailable,
+    NotController,
+    StaleControllerEpoch,
+    StaleZkVersion,
+    UnknownTopicOrPartition,
+)
 from kcm.model.names import tp_name
 from kcm.model.txn import Txn, thaw_context
 from kcm.reference import leadership, requests
@@ -32,6 +38,16 @@ def zombie_elect(t: Txn, a: ZombieElect) -> None:
             raise NoLeaderAvailable(f"the zombie controller sees no other live ISR replica of {tp_name(a.tp)}")
         new = LeaderAndIsr(candidates[0], cached.leader_epoch + 1, cached.isr, c.epoch, cached.zk_version + 1)
         # Kafka's write is conditional on the zkVersion in the controller's cache.
+        if t.config.has("KAFKA-12315"):
+            # Variant KAFKA-12315: the fenced write raises ControllerMovedException after requests were batched.
+            try:
+                leadership.check_controller_epoch(t)
+            except StaleControllerEpoch:
+                # ControllerMovedException: the zombie resigns, but its request batch is not cleared.
+                t.brokers[c.controller_id] = t.brokers[c.controller_id]._replace(leftover_batch=True)
+                t.note(f"zombie controller {c.controller_id} is fenced; its request batch is left non-empty")
+                t.zombie = None
+                return
         if not leadership.conditional_write(t, a.tp, new, cached.zk_version):
             raise StaleZkVersion(f"the zombie controller's write of {tp_name(a.tp)} carries a stale zkVersion")
         requests.add_leader_and_isr(t, c.assignments[a.tp], a.tp)
