@@ -208,13 +208,15 @@ def liveness_view(model: Any, state: Cluster) -> bool:
     """Every live broker in a partition's ISR acts on the znode's leader and leader epoch.
 
     This is what the controller's view of liveness is for: it sends each live replica what ZooKeeper says.
-    Brokers with control requests still in flight (delivery "async") are judged once those arrive.
+    Brokers with control requests still in flight (delivery "async") are judged once those arrive; topics being
+    deleted are left out.
     """
     brokers = dict(state.brokers)
     local = dict(state.replicas)
     waiting = {b for (b, _e), q in state.inflight if q}
+    deleting = set(state.zk.delete_topics)  # the controller stops a deleting topic's replicas on purpose
     for tp, lai in state.zk.partitions:
-        if lai.leader == NO_LEADER:
+        if lai.leader == NO_LEADER or tp[0] in deleting:
             continue
         for b in lai.isr:
             s = brokers.get(b)

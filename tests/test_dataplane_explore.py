@@ -141,8 +141,9 @@ def test_tla_sized_high_watermark_config_loses_an_acked_record_in_five_steps() -
     model = BoundedSystem(load_config("tla-high-watermark"))
     found = bfs.explore(model)
     assert found.complete
-    assert found.violations["acked_records_survive"] == [A.Produce(TP), A.Replicate(TP), A.Replicate(TP),
-                                                         A.BrokerFail(1), A.BrokerFail(2)]
+    trace = found.violations["acked_records_survive"]
+    assert trace[:3] == [A.Produce(TP), A.Replicate(TP), A.Replicate(TP)]
+    assert sorted(trace[3:]) == [A.BrokerFail(1), A.BrokerFail(2)]  # either order is a shortest trace
     assert len(found.violations["logs_agree_below_hw"]) == 6
 
 
@@ -158,12 +159,15 @@ def test_tla_sized_kip320_config_keeps_every_property() -> None:
 def test_kafka_7128_variant_is_found_by_the_explorer_and_the_fix_holds() -> None:
     # The controller's ISR shrink bumps the leader epoch past the leader's one record while the HW still lags; the
     # restarted follower fetches at offset 0 >= HW and, with the fix reverted, joins the ISR below the epoch start.
-    cfg = load_config(str(CONFIGS / "bugs" / "KAFKA-7128.json"))
-    assert cfg["variants"] == ["KAFKA-7128"]
+    base = load_config(str(CONFIGS / "bugs" / "KAFKA-7128.json"))
+    assert "variants" not in base  # the config is the fixed model; `kcm bugs` adds the variant
+    cfg = {**base, "variants": ["KAFKA-7128"]}
     found = bfs.explore(BoundedSystem(cfg))
     assert found.complete
-    assert found.violations["isr_joins_reach_epoch_start"] == [A.Produce(TP), A.BrokerFail(0), A.BrokerStart(0),
-                                                               A.Replicate(TP)]
+    trace = found.violations["isr_joins_reach_epoch_start"]
+    assert trace[0] == A.Produce(TP) and trace[-1] == A.Replicate(TP) and len(trace) == 4
+    # a follower fails and comes back (which one is BFS's choice among equally short traces)
+    assert isinstance(trace[1], A.BrokerFail) and trace[2] == A.BrokerStart(trace[1].broker)
     # The contract's fetch hands the follower every record at once, so the early admission loses no data here.
     assert set(found.violations) == {"isr_joins_reach_epoch_start"}
     fixed = bfs.explore(BoundedSystem({**cfg, "variants": []}))
