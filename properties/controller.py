@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kcm.model.actions import Deliver, Reassign
+from kcm.model.actions import Deliver, Reassign, Replicate
 from kcm.model.cluster import NO_LEADER, Cluster, Reassignment
 from kcm.model.effects import Effects, LeaderAndIsrRequest
 from kcm.model.fmap import get
@@ -169,9 +169,15 @@ def deleted_topics_leave_nothing(model: Any, state: Cluster) -> bool:
 
 
 def clean_elections(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
-    """With unclean leader election off, every newly elected leader was in the partition's ISR before."""
+    """With unclean leader election off, every newly elected leader was in the partition's ISR before.
+
+    A fetch (`replicate`) is judged by the ISR it leaves: in one such step followers join the ISR and a
+    reassignment that needed them completes and elects among them.
+    """
     if model.config.unclean_leader_election:
         return True
+    if isinstance(action, Replicate):
+        return all(lai.leader == NO_LEADER or lai.leader in lai.isr for _, lai in after.zk.partitions)
     old = dict(before.zk.partitions)
     for tp, lai in after.zk.partitions:
         prev = old.get(tp)
@@ -261,12 +267,20 @@ def controller_active(model: Any, state: Cluster) -> bool:
 
 
 def reassignment_ends_complete(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
-    """A reassignment leaves /admin/reassign_partitions only when AR is its target (or the topic is gone)."""
+    """A reassignment leaves /admin/reassign_partitions only when AR is its target (or the topic is gone).
+
+    A reassignment replaced by a new request (rule 9) is judged by the new target.
+    """
     if not before.zk.reassign_partitions or after.zk.reassign_partitions is before.zk.reassign_partitions:
         return True  # none was requested, or none left
     still = dict(after.zk.reassign_partitions)
     ar = dict(after.zk.assignments)
-    return all(tp in still or tp not in ar or ar[tp] == target for tp, target in before.zk.reassign_partitions)
+    for tp, target in before.zk.reassign_partitions:
+        if isinstance(action, Reassign) and action.tp == tp:
+            target = tuple(action.replicas)  # replaced (rule 9): the new target is the one that must be met
+        if tp not in still and tp in ar and ar[tp] != tuple(target):
+            return False
+    return True
 
 
 def reassignments_tracked(model: Any, state: Cluster) -> bool:
@@ -310,11 +324,13 @@ def some_controller_failover(model: Any, state: Cluster) -> bool:
 
 
 def some_reassignment_completes(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
-    """Some step completes a reassignment (it leaves the controller's list of reassignments in flight)."""
-    if not before.ctx.reassignments:
-        return False
-    done = dict(after.ctx.reassignments)
-    return any(tp not in done and get(after.zk.assignments, tp) == r.target for tp, r in before.ctx.reassignments)
+    """Some step completes a reassignment: AR becomes its target and the request leaves ZooKeeper."""
+    targets = dict(before.zk.reassign_partitions)
+    if isinstance(action, Reassign):
+        targets[action.tp] = tuple(action.replicas)  # a target already in the ISR completes in the same step
+    pending = dict(after.zk.reassign_partitions)
+    old, new = dict(before.zk.assignments), dict(after.zk.assignments)
+    return any(tp not in pending and new.get(tp) == tuple(t) != old.get(tp) for tp, t in targets.items())
 
 
 def some_topic_deletion_completes(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
