@@ -210,21 +210,20 @@ def controller_cache_matches_zk(model: Any, state: Cluster) -> bool:
     return all(zk.get(tp) == lai for tp, lai in state.ctx.leadership)
 
 
-def liveness_view(model: Any, state: Cluster) -> bool:
-    """Every live broker in a partition's ISR acts on the znode's leader and leader epoch.
+def _replicas_act_on_znode(state: Cluster, judged: Any) -> bool:
+    """Whether every live, not shutting-down broker in judged(tp, znode) acts on the znode's leader and epoch.
 
-    This is what the controller's view of liveness is for: it sends each live replica what ZooKeeper says.
-    Brokers with control requests still in flight (delivery "async") are judged once those arrive; topics being
-    deleted are left out.
+    Topics being deleted (the controller stops their replicas on purpose) and brokers with control requests
+    still in flight are left out.
     """
     brokers = dict(state.brokers)
     local = dict(state.replicas)
     waiting = {b for (b, _e), q in state.inflight if q}
-    deleting = set(state.zk.delete_topics)  # the controller stops a deleting topic's replicas on purpose
+    deleting = set(state.zk.delete_topics)
     for tp, lai in state.zk.partitions:
         if lai.leader == NO_LEADER or tp[0] in deleting:
             continue
-        for b in lai.isr:
+        for b in judged(tp, lai):
             s = brokers.get(b)
             if s is None or not s.alive or s.shutting_down or b in waiting:
                 continue
@@ -232,6 +231,16 @@ def liveness_view(model: Any, state: Cluster) -> bool:
             if data is None or (data.leader, data.leader_epoch) != (lai.leader, lai.leader_epoch):
                 return False
     return True
+
+
+def liveness_view(model: Any, state: Cluster) -> bool:
+    """Every live broker in a partition's ISR acts on the znode's leader and leader epoch.
+
+    This is what the controller's view of liveness is for: it sends each live replica what ZooKeeper says.
+    Brokers with control requests still in flight (delivery "async") are judged once those arrive; topics being
+    deleted are left out.
+    """
+    return _replicas_act_on_znode(state, lambda tp, lai: lai.isr)
 
 
 def replicas_follow_zk(model: Any, state: Cluster) -> bool:
@@ -240,22 +249,8 @@ def replicas_follow_zk(model: Any, state: Cluster) -> bool:
     Any controller write of a leader or leader epoch goes to every live replica in AR; brokers shutting down,
     topics being deleted and brokers with control requests still in flight (delivery "async") are left out.
     """
-    brokers = dict(state.brokers)
-    local = dict(state.replicas)
-    waiting = {b for (b, _e), q in state.inflight if q}
-    deleting = set(state.zk.delete_topics)
     assignments = dict(state.zk.assignments)
-    for tp, lai in state.zk.partitions:
-        if lai.leader == NO_LEADER or tp[0] in deleting:
-            continue
-        for b in assignments.get(tp, ()):
-            s = brokers.get(b)
-            if s is None or not s.alive or s.shutting_down or b in waiting:
-                continue
-            data = local.get((tp[0], tp[1], b))
-            if data is None or (data.leader, data.leader_epoch) != (lai.leader, lai.leader_epoch):
-                return False
-    return True
+    return _replicas_act_on_znode(state, lambda tp, lai: assignments.get(tp, ()))
 
 
 def controller_active(model: Any, state: Cluster) -> bool:
