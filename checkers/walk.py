@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,56 +46,107 @@ def walk_rng(seed: int, index: int) -> random.Random:
     return random.Random(f"kcm-walk:{seed}:{index}")
 
 
-def walk(model: Any, walks: int, depth: int, seed: int, shrink: bool = True,
-         progress: WalkProgress | None = None) -> WalkExploration:
-    """Run `walks` seeded random walks of at most `depth` steps and report verdicts, counts and counterexamples."""
-    if walks < 1 or depth < 0:
-        raise ValueError(f"walks must be at least 1 and depth at least 0 (got {walks} walks, depth {depth})")
+@dataclass
+class WalkBatch:
+    """What a batch of walks found; batches run anywhere (this process, Spark workers) and merge in any order."""
+
+    seen: set[int] = field(default_factory=set)
+    transitions: int = 0
+    depth: int = 0
+    reached: set[str] = field(default_factory=set)
+    # property -> (length, walk index, initial-state position, actions) of its shortest violating walk
+    raw: dict[str, tuple[int, int, int, list[Any]]] = field(default_factory=dict)
+
+    def merge(self, other: WalkBatch) -> WalkBatch:
+        """Fold another batch into this one; the shortest walk wins, ties to the lowest walk index."""
+        self.seen |= other.seen
+        self.transitions += other.transitions
+        self.depth = max(self.depth, other.depth)
+        self.reached |= other.reached
+        for name, entry in other.raw.items():
+            if name not in self.raw or entry[:2] < self.raw[name][:2]:
+                self.raw[name] = entry
+        return self
+
+
+def run_walks(model: Any, indices: Iterable[int], depth: int, seed: int,
+              done: Callable[[int, int], None] | None = None) -> WalkBatch:
+    """Run the walks numbered `indices` of a run seeded with `seed`; `done(walks, states)` after each one."""
     props = model.properties()
-    found = WalkExploration("walk", complete=False, walks=walks, max_depth=depth, seed=seed)
-    start_time = last_report = time.perf_counter()
-    seen: set[int] = set()
+    batch = WalkBatch()
     inits = list(model.init_states())
-    raw: dict[str, tuple[list[Any], Any]] = {}  # property -> (shortest violating walk, its initial state)
-
-    def record(names: list[str], trace: list[Any], start: Any) -> None:
-        for name in names:
-            if name not in raw or len(trace) < len(raw[name][0]):
-                raw[name] = (list(trace), start)
-
-    for i in range(walks):
+    count = 0
+    for i in indices:
         rng = walk_rng(seed, i)
-        start = state = inits[rng.randrange(len(inits))]
-        seen.add(model.fingerprint(state))
+        root = rng.randrange(len(inits))
+        state = inits[root]
+        batch.seen.add(model.fingerprint(state))
         bad, reached = state_checks(model, state, props)
-        found.reached.update(reached)
-        record(bad, [], start)
+        batch.reached.update(reached)
         trace: list[Any] = []
+        _record(batch, bad, trace, i, root)
         while not bad and len(trace) < depth:
             options = successors(model, state)
             if not options:
                 break
             action, nxt, effects = options[rng.randrange(len(options))]
-            found.transitions += 1
+            batch.transitions += 1
             bad_step, reached_step = step_checks(model, state, action, nxt, effects, props)
             trace.append(action)
             state = nxt
-            seen.add(model.fingerprint(state))
+            batch.seen.add(model.fingerprint(state))
             bad, reached = state_checks(model, state, props)
-            found.reached.update(reached_step, reached)
+            batch.reached.update(reached_step, reached)
             bad = bad_step + bad
-            record(bad, trace, start)
-        found.depth = max(found.depth, len(trace))
-        now = time.perf_counter()
-        if progress and (now - last_report >= 1.0 or i + 1 == walks):
-            last_report = now
-            progress(i + 1, len(seen), now - start_time)
-    for name, (trace, start) in sorted(raw.items()):
-        found.raw_lengths[name] = len(trace)
-        found.violations[name] = shrinking.shrink(model, trace, name, start) if shrink else trace
-    found.distinct_states = len(seen)
-    found.seconds = time.perf_counter() - start_time
+            _record(batch, bad, trace, i, root)
+        batch.depth = max(batch.depth, len(trace))
+        count += 1
+        if done is not None:
+            done(count, len(batch.seen))
+    return batch
+
+
+def _record(batch: WalkBatch, names: list[str], trace: list[Any], index: int, root: int) -> None:
+    for name in names:
+        if name not in batch.raw or (len(trace), index) < batch.raw[name][:2]:
+            batch.raw[name] = (len(trace), index, root, list(trace))
+
+
+def check_walk_numbers(walks: int, depth: int) -> None:
+    """Refuse a walk run that cannot be: ValueError names the numbers."""
+    if walks < 1 or depth < 0:
+        raise ValueError(f"walks must be at least 1 and depth at least 0 (got {walks} walks, depth {depth})")
+
+
+def report(model: Any, batch: WalkBatch, walks: int, depth: int, seed: int, seconds: float, engine: str = "walk",
+           shrink: bool = True) -> WalkExploration:
+    """The run's verdicts from its merged batches: each property's shortest walk, shrunk unless told not to."""
+    found = WalkExploration(engine, complete=False, walks=walks, max_depth=depth, seed=seed)
+    found.transitions, found.depth, found.reached = batch.transitions, batch.depth, set(batch.reached)
+    inits = list(model.init_states())
+    for name, (length, _, root, trace) in sorted(batch.raw.items()):
+        found.raw_lengths[name] = length
+        found.violations[name] = shrinking.shrink(model, trace, name, inits[root]) if shrink else trace
+    found.distinct_states = len(batch.seen)
+    found.seconds = seconds
     return found
+
+
+def walk(model: Any, walks: int, depth: int, seed: int, shrink: bool = True,
+         progress: WalkProgress | None = None) -> WalkExploration:
+    """Run `walks` seeded random walks of at most `depth` steps and report verdicts, counts and counterexamples."""
+    check_walk_numbers(walks, depth)
+    start = last = time.perf_counter()
+
+    def done(count: int, states: int) -> None:
+        nonlocal last
+        now = time.perf_counter()
+        if progress and (now - last >= 1.0 or count == walks):
+            last = now
+            progress(count, states, now - start)
+
+    batch = run_walks(model, range(walks), depth, seed, done)
+    return report(model, batch, walks, depth, seed, time.perf_counter() - start, shrink=shrink)
 
 
 def render(summary: dict[str, Any]) -> str:
@@ -115,4 +166,4 @@ def render(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["WalkExploration", "render", "walk", "walk_rng"]
+__all__ = ["WalkBatch", "WalkExploration", "render", "report", "run_walks", "walk", "walk_rng"]

@@ -80,7 +80,8 @@ def test_refused_actions_are_not_transitions():
 @pytest.mark.spark
 @pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java")
 def test_spark_and_local_agree_on_tiny_default_and_a_bounded_unclean_run():
-    from kcm.checkers import spark_bfs
+    """One Spark session for both Spark engines (its start-up is the slow part): BFS, then random walks."""
+    from kcm.checkers import spark_bfs, spark_walk, walk
 
     spark = spark_bfs.spark_session("local[2]")
     try:
@@ -98,6 +99,13 @@ def test_spark_and_local_agree_on_tiny_default_and_a_bounded_unclean_run():
                 for action in trace:
                     state = model.next_state(state, action)
                     assert state is not None
+        # Walks split across partitions report what one process reports: walk i is the same walk everywhere.
+        model = BoundedSystem(load_config("unclean"))
+        alone = walk.walk(model, 40, 20, seed=3)
+        spread = spark_walk.walk(model, spark, 40, 20, seed=3)
+        same = ("distinct_states", "transitions", "depth", "verdicts", "counterexamples", "walks")
+        assert alone.violations, "the unclean config loses an acked record within 40 walks"
+        assert {k: spread.to_json(model)[k] for k in same} == {k: alone.to_json(model)[k] for k in same}
     finally:
         spark.stop()
 

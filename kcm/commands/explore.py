@@ -28,7 +28,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--out", help="write each counterexample as a `kcm run` scenario into this folder")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
-    p.add_argument("--walks", type=int, help="random-walk mode (local engine): run N seeded walks instead of BFS")
+    p.add_argument("--walks", type=int, help="random-walk mode (either engine): run N seeded walks instead of BFS")
     p.add_argument("--depth", type=int, default=100, help="steps per random walk at most (default: 100)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random walks (default: 0)")
     p.add_argument("--symmetry", action="store_true", help="reduce by the config's interchangeable brokers")
@@ -42,8 +42,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     """Run the exploration and print the summary; exit 1 if a property is violated, 2 on a bad config."""
-    if args.walks is not None and (args.walks < 1 or args.depth < 0 or args.engine != "local"):
-        print("kcm explore: --walks takes N >= 1 and --depth D >= 0, on the local engine", file=sys.stderr)
+    if args.walks is not None and (args.walks < 1 or args.depth < 0):
+        print("kcm explore: --walks takes N >= 1 and --depth D >= 0", file=sys.stderr)
         return 2
     try:
         model = BoundedSystem(load_config(args.config))
@@ -78,7 +78,15 @@ def main(args: argparse.Namespace) -> int:
             print(f"walks {walks}: {states} distinct states, {states / seconds if seconds else 0:,.0f} states/s",
                   file=sys.stderr, flush=True)
 
-    if args.walks is not None:
+    if args.walks is not None and args.engine == "spark":
+        from kcm.checkers import spark_bfs, spark_walk
+
+        spark = spark_bfs.spark_session(args.master)
+        try:
+            found = spark_walk.walk(explored, spark, args.walks, args.depth, args.seed, progress=walk_progress)
+        finally:
+            spark.stop()
+    elif args.walks is not None:
         found = walk.walk(explored, args.walks, args.depth, args.seed, progress=walk_progress)
     elif args.engine == "spark":
         from kcm.checkers import spark_bfs
