@@ -96,11 +96,11 @@ def traces_dir() -> Path:
 
 
 def scenario_stage(folder: Path) -> Stage:
-    """Run every file under folder as `kcm run` does; each must meet its own expectations."""
+    """Run every file under folder (Markdown notes aside) as `kcm run` does; each must meet its own expectations."""
     from kcm.reference.scenario import InvalidScenario, parse_text, run
 
     stage = Stage("scenarios")
-    files = sorted(p for p in folder.rglob("*") if p.is_file() and p.name != "README.md")
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix != ".md")
     for path in files:
         name = str(path.relative_to(folder))
         try:
