@@ -19,10 +19,10 @@ import tempfile
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, assume, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
-from kcm.model.actions import CONTRACT_OPS, CreateTopic
+from kcm.model.actions import CONTRACT_OPS, CreateTopic, PartitionTransition, ReplicaTransition
 from kcm.model.cluster import NO_CONTROLLER, ClusterConfig
 from kcm.model.errors import KcmError
 from kcm.model.fingerprint import fingerprint
@@ -236,6 +236,25 @@ class ContractModel:
         return fingerprint(state)
 
 
+def direct_call_on_deleting_topic(state: Any, action: Any) -> bool:
+    """Whether a direct state-machine call touches a topic queued for deletion (a step the properties do not judge).
+
+    Only the deletion manager moves such a topic's partitions and replicas. A direct call there can, as in Kafka,
+    send a LeaderAndIsr to a broker whose replica was already deleted; the broker re-creates it, keeps it once the
+    deletion completes, and ignores a re-created topic's leader epoch 0. No controller operation does this, so the
+    machines leave such calls out rather than judge the controller by them.
+    """
+    zk = getattr(state, "zk", None)
+    deleting = set(getattr(zk, "delete_topics", ()))
+    if not deleting:
+        return False
+    if isinstance(action, PartitionTransition):
+        return any(tp[0] in deleting for tp in action.tps)
+    if isinstance(action, ReplicaTransition):
+        return any(tp[0] in deleting for tp, _ in action.replicas)
+    return False
+
+
 # -- the machine ------------------------------------------------------------------------------
 
 def _check_state(model: Model, props: Sequence[Property], state: Any) -> Property | None:
@@ -342,6 +361,7 @@ def build_machine(model: Model, *, name: str = "ModelMachine", contract_ops: boo
     if contract_ops:
         for op, cls in CONTRACT_OPS.items():
             def do(self: Any, action: Any) -> None:
+                assume(not direct_call_on_deleting_topic(self.current, action))
                 advance(self, action)
             do.__name__ = f"op_{op}"
             ns[do.__name__] = rule(action=op_strategy(cls, config, topics, partitions))(do)

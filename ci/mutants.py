@@ -9,7 +9,8 @@ must find nothing (else its verdicts mean nothing). Prints the table mutant -> c
 mutant survives every catcher or a piece it needs is missing, 2 on a false alarm.
 
     python ci/mutants.py            # every mutant, every catcher
-    python ci/mutants.py --fast     # the CI subset (a smaller Hypothesis budget)
+    python ci/mutants.py --fast     # a smaller Hypothesis budget
+    python ci/mutants.py --fast --first   # each mutant stops at its first catcher (the CI run)
 """
 
 from __future__ import annotations
@@ -332,6 +333,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fast", action="store_true", help="the CI subset: small Hypothesis budget")
     parser.add_argument("--only", action="append", default=[], help="run only this mutant (repeatable)")
+    parser.add_argument("--first", action="store_true",
+                        help="stop each mutant at the first catcher that catches it (catchers run cheapest first)")
     args = parser.parse_args(argv)
     known = {m.name for m in MUTANTS}
     unknown = [n for n in args.only if n not in known]
@@ -366,6 +369,8 @@ def main(argv: list[str] | None = None) -> int:
                     cells.append(f"{c.name}: {text}")
                     if caught:
                         caught_by.append(c.name)
+                        if args.first:
+                            break
         except Missing as err:
             print(f"{m.name:<26} NOT APPLICABLE: {err}")
             status = max(status, 1)

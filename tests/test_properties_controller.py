@@ -116,3 +116,43 @@ def test_deletion_states_only_for_topics_being_deleted():
     t.ctx.topics_to_delete.clear()
     t.zk.assignments.clear()
     assert not pc.deleted_topics_leave_nothing(MODEL, t.commit()[0])
+
+
+def _run(config: ClusterConfig, actions: list) -> object:
+    from kcm.reference import api
+
+    state, _ = api.start(config)
+    for action in actions:
+        state, _ = api.step(config, state, action)
+    return state
+
+
+def test_replicas_follow_zk_judges_live_replicas_but_not_those_the_controller_stopped():
+    from kcm.model.actions import BrokerFail, CreateTopic, ReplicaTransition
+
+    config = ClusterConfig((0, 1, 2), rules="kafka")
+    created = _run(config, [CreateTopic("u", ((0, (0, 1)),), 0, 0)])
+    assert pc.replicas_follow_zk(MODEL, created) and pc.liveness_view(MODEL, created)
+    # A direct OfflineReplica move of a live replica: the ISR write bumps the leader epoch and the stopped replica
+    # gets a StopReplica, not the new epoch; it is not expected to follow until it is moved back online.
+    stopped = _run(config, [CreateTopic("u", ((0, (0, 1)),), 0, 0),
+                            ReplicaTransition(((("u", 0), 1),), "OfflineReplica")])
+    assert dict(stopped.replicas)[("u", 0, 1)].leader_epoch < dict(stopped.zk.partitions)[("u", 0)].leader_epoch
+    assert pc.replicas_follow_zk(MODEL, stopped)
+    # A live replica the controller holds online but that missed the new epoch breaks the rule.
+    failed = _run(config, [CreateTopic("u", ((0, (0, 1)),), 0, 0), BrokerFail(0)])
+    lagging = failed._replace(replicas=tuple((k, d._replace(leader_epoch=0) if k == ("u", 0, 1) else d)
+                                             for k, d in failed.replicas))
+    assert pc.replicas_follow_zk(MODEL, failed) and not pc.replicas_follow_zk(MODEL, lagging)
+
+
+def test_reference_machine_leaves_out_direct_calls_on_a_topic_being_deleted():
+    from kcm.checkers.hypothesis_machine import direct_call_on_deleting_topic
+    from kcm.model.actions import BrokerFail, CreateTopic, DeleteTopic, PartitionTransition, ReplicaTransition
+
+    config = ClusterConfig((0, 1, 2))
+    deleting = _run(config, [CreateTopic("t", ((0, (0, 2)),), 0, 0), BrokerFail(2), DeleteTopic("t")])
+    assert direct_call_on_deleting_topic(deleting, PartitionTransition((("t", 0),), "OnlinePartition"))
+    assert direct_call_on_deleting_topic(deleting, ReplicaTransition(((("t", 0), 0),), "OnlineReplica"))
+    assert not direct_call_on_deleting_topic(deleting, PartitionTransition((("u", 0),), "OnlinePartition"))
+    assert not direct_call_on_deleting_topic(deleting, BrokerFail(0))
