@@ -213,14 +213,11 @@ def controller_cache_matches_zk(model: Any, state: Cluster) -> bool:
 def _replicas_act_on_znode(state: Cluster, judged: Any) -> bool:
     """Whether every live, not shutting-down broker in judged(tp, znode) acts on the znode's leader and epoch.
 
-    Left out: topics being deleted, replicas of brokers the controller knows are live that it holds in
-    OfflineReplica (it stopped them on purpose, with a StopReplica; they hear again when it moves them back online),
-    and brokers with control requests still in flight.
+    Topics being deleted (the controller stops their replicas on purpose) and brokers with control requests
+    still in flight are left out.
     """
     brokers = dict(state.brokers)
     local = dict(state.replicas)
-    stopped = dict(state.ctx.replica_states)
-    known_live = set(state.ctx.live_brokers)
     waiting = {b for (b, _e), q in state.inflight if q}
     deleting = set(state.zk.delete_topics)
     for tp, lai in state.zk.partitions:
@@ -230,8 +227,6 @@ def _replicas_act_on_znode(state: Cluster, judged: Any) -> bool:
             s = brokers.get(b)
             if s is None or not s.alive or s.shutting_down or b in waiting:
                 continue
-            if stopped.get((tp[0], tp[1], b)) == ReplicaState.OFFLINE and b in known_live:
-                continue  # a deliberate stop; a broker the controller wrongly thinks dead is still judged
             data = local.get((tp[0], tp[1], b))
             if data is None or (data.leader, data.leader_epoch) != (lai.leader, lai.leader_epoch):
                 return False
@@ -243,7 +238,7 @@ def liveness_view(model: Any, state: Cluster) -> bool:
 
     This is what the controller's view of liveness is for: it sends each live replica what ZooKeeper says.
     Brokers with control requests still in flight (delivery "async") are judged once those arrive; topics being
-    deleted and replicas the controller holds OfflineReplica are left out.
+    deleted are left out.
     """
     return _replicas_act_on_znode(state, lambda tp, lai: lai.isr)
 
@@ -252,8 +247,7 @@ def replicas_follow_zk(model: Any, state: Cluster) -> bool:
     """Every live replica of a partition with a leader acts on the znode's leader and leader epoch.
 
     Any controller write of a leader or leader epoch goes to every live replica in AR; brokers shutting down,
-    replicas the controller holds OfflineReplica, topics being deleted and brokers with control requests still in
-    flight (delivery "async") are left out.
+    topics being deleted and brokers with control requests still in flight (delivery "async") are left out.
     """
     assignments = dict(state.zk.assignments)
     return _replicas_act_on_znode(state, lambda tp, lai: assignments.get(tp, ()))
