@@ -23,13 +23,14 @@ def preferred_election(t: Txn, a: PreferredElection) -> None:
         tps = list(a.tps)
     if not has_controller(t):
         return
-    # Kafka skips partitions being reassigned or deleted, and those whose leader already is the
-    # preferred replica (ELECTION_NOT_NEEDED): no write, no epoch bump.
+    # Kafka 3.x skips partitions being deleted and those whose leader already is the preferred replica
+    # (ELECTION_NOT_NEEDED): no write, no epoch bump. A partition being reassigned is elected too, its preferred
+    # replica being the first of the reassignment's replica list (the target's first).
     todo = []
     for tp in tps:
         lai = t.ctx.leadership.get(tp)
         ar = t.ctx.assignments.get(tp, ())
-        if tp in t.ctx.reassignments or is_deleting(t, tp[0]) or lai is None or not ar or lai.leader == ar[0]:
+        if is_deleting(t, tp[0]) or lai is None or not ar or lai.leader == ar[0]:
             continue
         todo.append(tp)
     for tp in handle_partition_changes(t, todo, P.ONLINE, selectors.PREFERRED):

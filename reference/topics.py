@@ -84,12 +84,15 @@ def on_new_partition_creation(t: Txn, tps: list[tuple]) -> None:
 
 
 def delete_topic(t: Txn, a: DeleteTopic) -> None:
-    """Queue the topic in /admin/delete_topics; the controller deletes it (contract rule 5)."""
+    """Queue the topic in /admin/delete_topics; the controller deletes it (contract rule 5).
+
+    A topic already queued is refused as unknown, as in Kafka: once its deletion starts the brokers' metadata no
+    longer lists it.
+    """
     if not topic_exists(t, a.topic):
         raise UnknownTopicOrPartition(f"topic {a.topic} does not exist")
     if a.topic in t.zk.delete_topics:
-        t.note(f"topic {a.topic} is already queued for deletion")
-        return
+        raise UnknownTopicOrPartition(f"topic {a.topic} is already queued for deletion")
     t.zk.delete_topics.add(a.topic)
     if has_controller(t):
         t.ctx.topics_to_delete.add(a.topic)

@@ -176,8 +176,6 @@ def test_a_moved_controller_is_fenced(action):
         api.step(CONFIG, moved(state), action)
 
 
-@pytest.mark.xfail(strict=True, reason="the reference's preferred election skips partitions being reassigned; "
-                   "Kafka 3.x elects the preferred replica (the first of the reassignment's replica list) anyway")
 def test_preferred_election_of_a_partition_being_reassigned():
     """ControllerIntegrationTest.testAutoPreferredReplicaLeaderElectionWithSamePartitionBeingReassigned.
 

@@ -128,9 +128,6 @@ def halted() -> tuple:
     return replay("tdm-offline.json", 3)
 
 
-@pytest.mark.xfail(strict=True, reason="the reference accepts a second deletion of a topic whose deletion is pending "
-                   "(it notes it and does nothing); in Kafka the brokers' metadata no longer lists the topic once "
-                   "its deletion started, so the request fails with UnknownTopicOrPartition")
 def test_deleting_a_topic_already_marked_for_deletion():
     """testDeleteTopicAlreadyMarkedAsDeleted, with the first deletion still waiting for a broker."""
     config, state = halted()
