@@ -1,0 +1,133 @@
+"""KIP-320's case (KAFKA-7395): a follower that has heard of a newer leader epoch truncates against, and fetches
+from, a re-elected leader still acting in an older one. Reachable with asynchronous delivery only; exactly where
+the data-plane properties break under each truncation variant, and that fencing fetches by epoch removes it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from kcm.model import actions as A
+from kcm.model.cluster import TRUNCATION_VARIANTS, Cluster
+from kcm.model.errors import KcmError
+from kcm.model.interface import ALWAYS, STEP
+from kcm.reference import api
+from kcm.reference.bounded import all_properties
+from kcm.reference.scenario import cluster_config, parse_text, run
+
+BUGS = Path(__file__).resolve().parent.parent / "specs" / "scenarios" / "bugs"
+SCENARIO = BUGS / "kip320-stale-leader-truncation.json"
+HW, LE, K279, K320 = TRUNCATION_VARIANTS
+TP = ("t", 0)
+STALE_FETCH = 18  # broker 0, told of epochs 1 and 2, fetches from broker 2 still acting in epoch 0
+BREAKS = {"logs_agree_below_hw": 24, "consumed_records_survive": 27}
+
+# variant -> ({property: first step index where it breaks}, {step index: refusal})
+EXPECTED: dict[str, tuple[dict[str, int], dict[int, str]]] = {
+    HW: (BREAKS, {}),
+    LE: (BREAKS, {}),
+    K279: (BREAKS, {}),
+    K320: ({}, {STALE_FETCH: "FencedLeaderEpoch"}),
+}
+
+
+def load() -> dict[str, Any]:
+    """The scenario document."""
+    return json.loads(SCENARIO.read_text())
+
+
+def replay(doc: dict[str, Any], truncation: str,
+           delivery: str = "async") -> tuple[list[Cluster], dict[str, int], dict[int, str]]:
+    """Run the steps under a truncation variant: the state after each step, where each property (every always and
+    step property of the explorer) first breaks, and which steps were refused with what."""
+    config = cluster_config(doc)._replace(truncation=truncation, delivery=delivery)
+    model = SimpleNamespace(config=config)
+    state, _ = api.start(config)
+    states: list[Cluster] = []
+    first: dict[str, int] = {}
+    refused: dict[int, str] = {}
+    for i, step in enumerate(doc["steps"]):
+        action = A.from_step(step)
+        try:
+            after, effects = api.step(config, state, action)
+        except KcmError as err:
+            refused[i] = err.name
+            states.append(state)
+            continue
+        for p in all_properties():
+            if p.expectation == ALWAYS:
+                ok = p.condition(model, after)
+            elif p.expectation == STEP:
+                ok = p.condition(model, state, action, after, effects)
+            else:
+                continue
+            if not ok:
+                first.setdefault(p.name, i)
+        states.append(after)
+        state = after
+    return states, first, refused
+
+
+@pytest.mark.parametrize("variant", TRUNCATION_VARIANTS)
+def test_with_synchronous_delivery_the_same_operations_break_nothing(variant: str) -> None:
+    """The stale leader exists only because its LeaderAndIsr waits in a queue: delivered at once, no leader is stale."""
+    doc = load()
+    ops = {"steps": [s for s in doc["steps"] if s["op"] != "deliver"], "config": doc["config"]}
+    _, first, refused = replay(ops, variant, delivery="sync")
+    assert first == {}
+    assert "FencedLeaderEpoch" not in refused.values()
+
+
+@pytest.mark.parametrize("variant", TRUNCATION_VARIANTS)
+def test_property_breaks_exactly_where_expected(variant: str) -> None:
+    """Every variant before KIP-320 diverges, then loses a consumed record; kip320 refuses the stale fetch only."""
+    _, first, refused = replay(load(), variant)
+    assert (first, refused) == EXPECTED[variant]
+
+
+def test_expect_violation_names_the_first_break_under_the_file_config() -> None:
+    """The file's own expect_violation is the first property that breaks under its truncation (kip279)."""
+    doc = load()
+    _, first, _ = replay(doc, doc["config"]["truncation"])
+    name, step = min(first.items(), key=lambda kv: kv[1])
+    assert doc["expect_violation"] == {"property": name, "step": step}
+    assert run(parse_text(SCENARIO.read_bytes())).mismatches == []
+
+
+@pytest.mark.parametrize("variant", [HW, LE, K279])
+def test_the_stale_leader_serves_a_follower_in_a_newer_epoch(variant: str) -> None:
+    """At the stale fetch ZooKeeper names broker 2 leader of epoch 2, broker 0 is in epoch 2, broker 2 still in 0."""
+    states, _, _ = replay(load(), variant)
+    before, after = states[STALE_FETCH - 1], states[STALE_FETCH]
+    lai = dict(before.zk.partitions)[TP]
+    replicas = dict(before.replicas)
+    assert (lai.leader, lai.leader_epoch) == (2, 2)
+    assert (replicas[(*TP, 0)].leader, replicas[(*TP, 0)].leader_epoch) == (2, 2)
+    assert (replicas[(*TP, 2)].leader, replicas[(*TP, 2)].leader_epoch) == (2, 0)
+    # Served: broker 0 copies broker 2's epoch-0 record, which broker 2 later truncates away.
+    assert dict(after.replicas)[(*TP, 0)].log == (0,)
+    final = dict(states[24].replicas)
+    assert final[(*TP, 0)].log == (0,) and final[(*TP, 2)].log == (1,)
+    assert final[(*TP, 0)].hw == final[(*TP, 2)].hw == 1
+
+
+def test_under_kip320_the_fenced_follower_truncates_against_the_current_leader() -> None:
+    """Refused while broker 2 acts in epoch 0, broker 0 later truncates against it in epoch 2 and keeps its log."""
+    states, _, _ = replay(load(), K320)
+    final = dict(states[-1].replicas)
+    assert {b: final[(*TP, b)].log for b in (0, 1, 2)} == {0: (1,), 1: (1,), 2: (1,)}
+    lai = dict(states[-1].zk.partitions)[TP]
+    assert (lai.leader, lai.leader_epoch) == (0, 3)
+
+
+def test_in_the_fixed_run_the_consumed_record_survives_the_last_leader_change() -> None:
+    """The record the consumer read (offset 0, epoch 1) is in the last leader's log only under kip320."""
+    for variant in TRUNCATION_VARIANTS:
+        states, _, _ = replay(load(), variant)
+        consumed = dict(states[-1].ghost.consumed)[TP]
+        assert consumed == ((0, 1),)
+        leader_log = dict(states[-1].replicas)[(*TP, 0)].log
+        assert (leader_log == (1,)) == (variant == K320)
