@@ -10,18 +10,21 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from kcm.checkers import bfs
+from kcm.checkers.verdicts import Exploration
 from kcm.model import actions as A
 from kcm.model.cluster import TRUNCATION_VARIANTS, Cluster
 from kcm.model.errors import KcmError
 from kcm.model.interface import ALWAYS, STEP
 from kcm.reference import api
-from kcm.reference.bounded import all_properties
+from kcm.reference.bounded import BoundedSystem, all_properties
 from kcm.reference.scenario import cluster_config, parse_text, run
 
 BUGS = Path(__file__).resolve().parent.parent / "specs" / "scenarios" / "bugs"
 SCENARIO = BUGS / "kip320-stale-leader-truncation.json"
 HW, LE, K279, K320 = TRUNCATION_VARIANTS
 TP = ("t", 0)
+REELECTED = 14  # broker 1's controlled shutdown: broker 2 leads epoch 2 while it still acts in epoch 0
 STALE_FETCH = 18  # broker 0, told of epochs 1 and 2, fetches from broker 2 still acting in epoch 0
 BREAKS = {"logs_agree_below_hw": 24, "consumed_records_survive": 27}
 
@@ -131,3 +134,44 @@ def test_in_the_fixed_run_the_consumed_record_survives_the_last_leader_change() 
         assert consumed == ((0, 1),)
         leader_log = dict(states[-1].replicas)[(*TP, 0)].log
         assert (leader_log == (1,)) == (variant == K320)
+
+
+class FromReelection(BoundedSystem):
+    """The bounded system started in the scenario's state right after broker 2 is re-elected while stale."""
+
+    def __init__(self, cfg: dict[str, Any], doc: dict[str, Any]) -> None:
+        super().__init__(cfg)
+        self.prefix = doc["steps"][:REELECTED + 1]
+
+    def init_states(self) -> list[Cluster]:
+        """The scenario's steps up to and including the re-election (instead of the config's topic creation)."""
+        state, _ = api.start(self.config)
+        for step in self.prefix:
+            state, _ = api.step(self.config, state, A.from_step(step))
+        return [state]
+
+
+def explore_from_reelection(truncation: str) -> Exploration:
+    """Every interleaving of deliveries, fetches, produces, ISR shrinks, failures, restarts, preferred elections and
+    controlled shutdowns from that state (the requests of epochs 1 and 2 still queued), every property checked."""
+    doc = load()
+    cfg = {"name": "kip320-from-reelection", "brokers": doc["config"]["brokers"], "delivery": "async",
+           "truncation": truncation, "topics": {"t": {"0": [1, 2, 0]}},
+           "families": ["data_plane", "preferred", "broker_failure", "controlled_shutdown"],
+           "bounds": {"max_failures": 1, "max_restarts": 1, "max_leader_epoch": 3, "max_records": 1,
+                      "max_inflight": 8}}
+    model = FromReelection(cfg, doc)
+    assert model.config == cluster_config(doc)._replace(truncation=truncation)
+    return bfs.explore(model)
+
+
+@pytest.mark.parametrize("variant", TRUNCATION_VARIANTS)
+def test_exploration_from_the_reelection_diverges_exactly_before_kip320(variant: str) -> None:
+    """From the stale re-election on, some interleaving diverges below the HW unless fetches carry the leader epoch;
+    under kip320 the whole bounded space closes with no property violated."""
+    found = explore_from_reelection(variant)
+    assert found.complete and found.distinct_states > 100
+    if variant == K320:
+        assert found.violations == {}
+    else:
+        assert sorted(found.violations) == ["logs_agree_below_hw"]
