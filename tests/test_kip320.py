@@ -1,6 +1,10 @@
-"""KIP-320's case (KAFKA-7395): a follower that has heard of a newer leader epoch truncates against, and fetches
-from, a re-elected leader still acting in an older one. Reachable with asynchronous delivery only; exactly where
-the data-plane properties break under each truncation variant, and that fencing fetches by epoch removes it."""
+"""KIP-320's cases: fetches that carry no leader epoch let a replica in one epoch be served by a replica in another.
+
+`kip320-stale-leader-truncation.json`: a follower that has heard of a newer epoch truncates against, and fetches
+from, a re-elected leader still acting in an older one (the case of the public Kip320 TLA+ spec).
+`kip320-stale-follower-fetch.json` (the trace `kcm explore` finds): a follower that missed two leader changes
+fetches from the re-elected leader, whose log changed in between. Both need asynchronous delivery; exactly where
+the properties break under each truncation variant, and that fencing fetches by leader epoch removes both."""
 
 from __future__ import annotations
 
@@ -22,24 +26,41 @@ from kcm.reference.scenario import cluster_config, parse_text, run
 
 BUGS = Path(__file__).resolve().parent.parent / "specs" / "scenarios" / "bugs"
 SCENARIO = BUGS / "kip320-stale-leader-truncation.json"
+FOUND = BUGS / "kip320-stale-follower-fetch.json"
 HW, LE, K279, K320 = TRUNCATION_VARIANTS
 TP = ("t", 0)
 REELECTED = 14  # broker 1's controlled shutdown: broker 2 leads epoch 2 while it still acts in epoch 0
 STALE_FETCH = 18  # broker 0, told of epochs 1 and 2, fetches from broker 2 still acting in epoch 0
 BREAKS = {"logs_agree_below_hw": 24, "consumed_records_survive": 27}
 
-# variant -> ({property: first step index where it breaks}, {step index: refusal})
-EXPECTED: dict[str, tuple[dict[str, int], dict[int, str]]] = {
-    HW: (BREAKS, {}),
-    LE: (BREAKS, {}),
-    K279: (BREAKS, {}),
-    K320: ({}, {STALE_FETCH: "FencedLeaderEpoch"}),
+FOUND_BREAKS = {"logs_agree_below_hw": 19}
+FOUND_STALE_FETCHES = (17, 19)  # broker 0, in epoch 0, fetches from broker 1 leading epoch 2
+
+# scenario -> variant -> ({property: first step index where it breaks}, {step index: refusal})
+EXPECTED: dict[Path, dict[str, tuple[dict[str, int], dict[int, str]]]] = {
+    SCENARIO: {
+        HW: (BREAKS, {}),
+        LE: (BREAKS, {}),
+        K279: (BREAKS, {}),
+        K320: ({}, {STALE_FETCH: "FencedLeaderEpoch"}),
+    },
+    FOUND: {
+        HW: (FOUND_BREAKS, {}),
+        LE: (FOUND_BREAKS, {}),
+        K279: (FOUND_BREAKS, {}),
+        K320: ({}, {i: "FencedLeaderEpoch" for i in FOUND_STALE_FETCHES}),
+    },
 }
 
 
-def load() -> dict[str, Any]:
-    """The scenario document."""
-    return json.loads(SCENARIO.read_text())
+def load(path: Path = SCENARIO) -> dict[str, Any]:
+    """A scenario document (by default the stale-leader one)."""
+    return json.loads(path.read_text())
+
+
+def test_every_kip320_file_is_covered() -> None:
+    """A KIP-320 scenario added to specs/scenarios/bugs/ needs its row here."""
+    assert sorted(BUGS.glob("kip320*.json")) == sorted(EXPECTED)
 
 
 def replay(doc: dict[str, Any], truncation: str,
@@ -75,9 +96,10 @@ def replay(doc: dict[str, Any], truncation: str,
 
 
 @pytest.mark.parametrize("variant", TRUNCATION_VARIANTS)
-def test_with_synchronous_delivery_the_same_operations_break_nothing(variant: str) -> None:
-    """The stale leader exists only because its LeaderAndIsr waits in a queue: delivered at once, no leader is stale."""
-    doc = load()
+@pytest.mark.parametrize("path", sorted(EXPECTED), ids=lambda p: p.stem)
+def test_with_synchronous_delivery_the_same_operations_break_nothing(path: Path, variant: str) -> None:
+    """Stale replicas exist only because LeaderAndIsr requests wait in queues: delivered at once, none is stale."""
+    doc = load(path)
     ops = {"steps": [s for s in doc["steps"] if s["op"] != "deliver"], "config": doc["config"]}
     _, first, refused = replay(ops, variant, delivery="sync")
     assert first == {}
@@ -85,19 +107,34 @@ def test_with_synchronous_delivery_the_same_operations_break_nothing(variant: st
 
 
 @pytest.mark.parametrize("variant", TRUNCATION_VARIANTS)
-def test_property_breaks_exactly_where_expected(variant: str) -> None:
-    """Every variant before KIP-320 diverges, then loses a consumed record; kip320 refuses the stale fetch only."""
-    _, first, refused = replay(load(), variant)
-    assert (first, refused) == EXPECTED[variant]
+@pytest.mark.parametrize("path", sorted(EXPECTED), ids=lambda p: p.stem)
+def test_property_breaks_exactly_where_expected(path: Path, variant: str) -> None:
+    """Every variant before KIP-320 diverges below the HW (the stale-leader case then loses a consumed record);
+    kip320 refuses the stale fetches and nothing breaks."""
+    _, first, refused = replay(load(path), variant)
+    assert (first, refused) == EXPECTED[path][variant]
 
 
-def test_expect_violation_names_the_first_break_under_the_file_config() -> None:
+@pytest.mark.parametrize("path", sorted(EXPECTED), ids=lambda p: p.stem)
+def test_expect_violation_names_the_first_break_under_the_file_config(path: Path) -> None:
     """The file's own expect_violation is the first property that breaks under its truncation (kip279)."""
-    doc = load()
+    doc = load(path)
     _, first, _ = replay(doc, doc["config"]["truncation"])
     name, step = min(first.items(), key=lambda kv: kv[1])
     assert doc["expect_violation"] == {"property": name, "step": step}
-    assert run(parse_text(SCENARIO.read_bytes())).mismatches == []
+    assert run(parse_text(path.read_bytes())).mismatches == []
+
+
+def test_the_found_trace_is_a_stale_follower_served_by_a_leader_whose_log_changed() -> None:
+    """At the first stale fetch broker 0 is still in epoch 0 following broker 1, which leads epoch 2 and no longer
+    has broker 0's offset 0; without the epoch in the fetch the HW later passes that offset on both."""
+    states, _, _ = replay(load(FOUND), K279)
+    before = dict(states[FOUND_STALE_FETCHES[0] - 1].replicas)
+    assert (before[(*TP, 0)].leader, before[(*TP, 0)].leader_epoch) == (1, 0)
+    assert (before[(*TP, 1)].leader, before[(*TP, 1)].leader_epoch) == (1, 2)
+    assert before[(*TP, 0)].log == (0,) and before[(*TP, 1)].log == (1,)
+    after = dict(states[FOUND_STALE_FETCHES[1]].replicas)
+    assert after[(*TP, 0)].hw == after[(*TP, 1)].hw == 1
 
 
 @pytest.mark.parametrize("variant", [HW, LE, K279])
