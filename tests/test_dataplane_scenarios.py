@@ -75,8 +75,9 @@ EXPECTED: dict[str, dict[str, dict[str, int]]] = {
 
 
 def test_every_bug_file_is_covered() -> None:
-    """A scenario added to specs/scenarios/bugs/ needs its row in the table."""
-    assert sorted(p.name for p in BUGS.glob("*.json")) == sorted(EXPECTED)
+    """A scenario added to specs/scenarios/bugs/ needs its row in the table (KIP-320's, which need asynchronous
+    delivery, have theirs in tests/test_kip320.py)."""
+    assert sorted(p.name for p in BUGS.glob("*.json") if not p.name.startswith("kip320")) == sorted(EXPECTED)
 
 
 @pytest.mark.parametrize("variant", TRUNCATION_VARIANTS)
