@@ -20,30 +20,35 @@ from kcm.model.names import replica_name, tp_name
 from kcm.model.states import PartitionState, ReplicaState
 from kcm.model.transitions import partition_move, replica_move
 
-_MISSING = object()
+# Names of partitions and replicas, built once each: a run names the same few in every logged state change.
+_TP_NAMES: dict[tuple, str] = {}
+_REPLICA_NAMES: dict[tuple, str] = {}
+
+
+def _tp_name(tp: tuple) -> str:
+    name = _TP_NAMES.get(tp)
+    if name is None:
+        name = _TP_NAMES[tp] = tp_name(tp)
+    return name
+
+
+def _replica_name(key: tuple) -> str:
+    name = _REPLICA_NAMES.get(key)
+    if name is None:
+        name = _REPLICA_NAMES[key] = replica_name(key[:2], key[2])
+    return name
 
 
 def freeze_map(d: dict[Any, Any], original: tuple) -> tuple:
-    """The frozen map of d, reusing `original` (a frozen map) or its pairs wherever d still holds them.
+    """The frozen map of d (equal to `fmap.freeze(d)`), and `original` itself when it is equal to that.
 
-    Equal to `fmap.freeze(d)`: when d has the original's keys the original (sorted) order is kept and only the
-    changed pairs are rebuilt; otherwise the items are sorted afresh.
+    Sorting the pairs and comparing the tuples runs in C; the comparison is short because the pairs d still
+    shares with `original` hold the very same key and value objects.
     """
-    if len(d) == len(original):
-        out = []
-        same = True
-        for kv in original:
-            v = d.get(kv[0], _MISSING)
-            if v is _MISSING:
-                break
-            if v is kv[1]:
-                out.append(kv)
-            else:
-                out.append((kv[0], v))
-                same = False
-        else:
-            return original if same else tuple(out)
-    return tuple(sorted(d.items()))
+    if not d:
+        return original if not original else ()
+    new = tuple(sorted(d.items()))
+    return original if new == original else new
 
 
 def freeze_set(s: set[Any], original: tuple) -> tuple:
@@ -51,6 +56,9 @@ def freeze_set(s: set[Any], original: tuple) -> tuple:
     if len(s) == len(original) and s.issuperset(original):
         return original
     return tuple(sorted(s))
+
+
+_PLAIN, _MAP, _SET = 0, 1, 2  # how a Draft thaws a field: as it is, to a dict, to a set
 
 
 class Draft:
@@ -63,21 +71,29 @@ class Draft:
     _MAPS: frozenset[str] = frozenset()
     _SETS: frozenset[str] = frozenset()
     _INDEX: dict[str, int] = {}  # field name -> position in the record
+    _SPEC: dict[str, tuple[int, int]] = {}  # field name -> (position, _PLAIN / _MAP / _SET), one lookup per thaw
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._SPEC = {name: (i, _MAP if name in cls._MAPS else _SET if name in cls._SETS else _PLAIN)
+                     for name, i in cls._INDEX.items()}
 
     def __init__(self, base: Any) -> None:
         self._base = base
 
     def __getattr__(self, name: str) -> Any:
         # Called only for a field not materialized yet: thaw it from the base record and keep the copy.
-        i = self._INDEX.get(name)
-        if i is None:
+        spec = self._SPEC.get(name)
+        if spec is None:
             raise AttributeError(name)
-        value = self.__dict__["_base"][i]
-        if name in self._MAPS:
+        fields = self.__dict__
+        value = fields["_base"][spec[0]]
+        kind = spec[1]
+        if kind == _MAP:
             value = dict(value)
-        elif name in self._SETS:
+        elif kind == _SET:
             value = set(value)
-        self.__dict__[name] = value
+        fields[name] = value
         return value
 
     def freeze(self) -> Any:
@@ -87,15 +103,16 @@ class Draft:
         if len(fields) == 1:
             return base
         values = None
-        maps, sets, index = self._MAPS, self._SETS, self._INDEX
+        spec = self._SPEC
         for name, new in fields.items():
-            i = index.get(name)
-            if i is None:
+            at = spec.get(name)
+            if at is None:
                 continue  # _base
+            i, kind = at
             old = base[i]
-            if name in maps:
+            if kind == _MAP:
                 new = freeze_map(new, old)
-            elif name in sets:
+            elif kind == _SET:
                 new = freeze_set(new, old)
             if new is not old:
                 if values is None:
@@ -188,7 +205,7 @@ class Txn:
             self.ctx.partition_states.pop(tp, None)
         else:
             self.ctx.partition_states[tp] = target
-        self.state_changes.append(StateChange("partition", tp_name(tp), current, target))
+        self.state_changes.append(StateChange("partition", _tp_name(tp), current, target))
 
     def set_replica_state(self, tp: tuple, broker: int, target: str) -> None:
         """Move a replica to target; IllegalStateTransition if the table refuses."""
@@ -200,7 +217,7 @@ class Txn:
             self.ctx.replica_states.pop(key, None)
         else:
             self.ctx.replica_states[key] = target
-        self.state_changes.append(StateChange("replica", replica_name(tp, broker), current, target))
+        self.state_changes.append(StateChange("replica", _replica_name(key), current, target))
 
     def can_move_partition(self, tp: tuple, target: str) -> bool:
         """Whether the table allows the partition's move to target (controller ops skip the rest)."""
