@@ -96,6 +96,36 @@ def all_properties() -> list[Property]:
     return list(controller_properties.PROPERTIES) + list(dataplane_properties.PROPERTIES)
 
 
+def preferred_election_is_idle(state: Cluster) -> bool:
+    """Whether a preferred election of every partition would change nothing (so the explorer need not try it).
+
+    Read off the frozen state as `reference/preferred.py` and the preferred selector decide: with no controller
+    the election does nothing; otherwise it skips a partition that is deleted, reassigned, not led or already led
+    by its first AR replica, and a partition with a znode whose first AR replica is not live, not in the ISR or
+    shutting down fails its election and keeps its leader (only notes are emitted). If every partition is one of
+    these, nothing is written or sent; a step that changes nothing is never a transition, so not trying it
+    changes no count.
+    """
+    ctx = state.ctx
+    if ctx.controller_id < 0:
+        return True
+    leadership, assignments, znodes = dict(ctx.leadership), dict(ctx.assignments), dict(state.zk.partitions)
+    reassigning = {tp for tp, _ in ctx.reassignments}
+    for tp, _ in state.zk.assignments:
+        if tp[0] in state.zk.delete_topics or tp[0] in ctx.topics_to_delete or tp in reassigning:
+            continue
+        lai, ar = leadership.get(tp), assignments.get(tp, ())
+        if lai is None or not ar or lai.leader == ar[0]:
+            continue
+        znode = znodes.get(tp)
+        if znode is None:
+            return False  # not judged here (a new partition without a znode may be initialized instead)
+        preferred = ar[0]
+        if preferred in ctx.live_brokers and preferred not in ctx.shutting_down and preferred in znode.isr:
+            return False  # this partition would be re-elected
+    return True
+
+
 class BoundedSystem:
     """The Model of one bounded configuration (see the module docstring)."""
 
@@ -163,15 +193,17 @@ class BoundedSystem:
         if "fast_bounce" in fam:
             out += [A.BrokerBounce(b) for b, s in brokers.items() if s.alive and b != state.zk.controller]
         out += [A.Deliver(b, e) for (b, e), queue in state.inflight if queue]
-        if "preferred" in fam:
+        if "preferred" in fam and not preferred_election_is_idle(state):
             out.append(A.PreferredElection())
         assignments = dict(state.zk.assignments)
         for tp in self.tps:
             if tp not in assignments:
                 continue
             if "reassignment" in fam and not any(k == tp for k, _ in state.ctx.reassignments):
-                # A target equal to AR is a no-op for a correct controller (it clears the request).
-                out += [A.Reassign(tp, t) for t in self._targets]
+                # A target equal to AR is a no-op for a correct controller (it clears the request): when the
+                # controller will see it at once and nothing else is pending for tp, it is not offered.
+                idle = self._idle_target(state, tp)
+                out += [A.Reassign(tp, t) for t in self._targets if t != idle]
             if "data_plane" in fam:
                 out.append(A.Produce(tp))
                 if self.config.delivery == "async":
@@ -192,6 +224,20 @@ class BoundedSystem:
         if "topic_creation" in fam:
             out += [c for c in self.late_steps if not any(k[0] == c.topic for k in assignments)]
         return out
+
+    def _idle_target(self, state: Cluster, tp: tuple) -> tuple[int, ...] | None:
+        """The reassignment target of tp that `reference/reassignment.py` would drop unchanged, if any.
+
+        With an active controller, no reassignment of tp in flight or requested, and KAFKA-9478's fix in, a
+        target equal to the controller's AR is written to /admin/reassign_partitions and removed again in the
+        same step, so the step changes nothing. None when that cannot be told from the state alone.
+        """
+        ctx = state.ctx
+        if ctx.controller_id < 0 or self.config.has("KAFKA-9478"):
+            return None
+        if any(k == tp for k, _ in state.zk.reassign_partitions):
+            return None
+        return next((tuple(ar) for k, ar in ctx.assignments if k == tp), None)
 
     def step(self, state: Cluster, action: Any) -> tuple[Cluster, Effects]:
         """The reference's next state and effects (KcmError when refused)."""
