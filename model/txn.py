@@ -16,6 +16,7 @@ from typing import Any
 
 from kcm.model.cluster import Cluster, ClusterConfig, ControllerContext, Ghost, Zk
 from kcm.model.effects import Effects, Request, StateChange
+from kcm.model.errors import KcmError
 from kcm.model.names import replica_name, tp_name
 from kcm.model.states import PartitionState, ReplicaState
 from kcm.model.transitions import partition_move, replica_move
@@ -154,6 +155,12 @@ def freeze_context(ns: ContextDraft) -> ControllerContext:
     return ns.freeze()
 
 
+class OutOfBounds(KcmError):
+    """An explorer's step given up part-way: its result already lies outside the bounds (see Txn.max_*)."""
+
+    name = "OutOfBounds"
+
+
 # Cluster-level maps a Txn thaws to dicts on first access.
 _TXN_MAPS = frozenset(("brokers", "replicas", "inflight"))
 
@@ -162,6 +169,10 @@ class Txn:
     """Drafts of every part of a Cluster plus the effects emitted so far."""
 
     request_batch: Any = None  # the reference's batch of control requests in progress (kcm.reference.requests)
+    # Bounds an explorer's step stops at (OutOfBounds) as soon as a write passes them, because the state it would
+    # end in lies outside the explored boundary anyway; None (the default): every step runs to its end.
+    max_leader_epoch: int | None = None
+    max_controller_epoch: int | None = None
 
     def __init__(self, config: ClusterConfig, state: Cluster) -> None:
         self.config = config

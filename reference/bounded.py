@@ -153,6 +153,11 @@ class BoundedSystem:
         self._properties = [p for p in all_properties() if not wanted or p.name in wanted]
         self._targets = [tuple(x) for x in self.bounds["reassign_targets"]]
         self.settle_steps: list[Any] = []  # deliveries that settle the initial state (delivery "async")
+        # Where a step may stop as soon as a write passes a bound (`successor`). The controller epoch only grows.
+        # A partition znode's leader epoch only grows within a step unless a topic is deleted (its znode goes), a
+        # zombie writes from its stale cache, or a leader rewrites the ISR with its own view (data plane).
+        grows = not self.families & {"deletion", "zombie_controller", "data_plane"}
+        self._limits = (self.bounds["max_leader_epoch"] if grows else None, self.bounds["max_controller_epoch"])
 
     def init_states(self) -> list[Cluster]:
         """The first election, then the configured topics created."""
@@ -250,6 +255,20 @@ class BoundedSystem:
         except KcmError:
             return None
         return None if nxt == state else nxt
+
+    def successor(self, state: Cluster, action: Any) -> tuple[Cluster, Effects] | None:
+        """(next state, effects) of a transition the explorer keeps; None when refused, a no-op or out of bounds.
+
+        The same as `step` followed by the no-op and `within_boundary` tests, except that a step whose writes
+        already pass the leader- or controller-epoch bound is stopped there instead of being run to its end.
+        """
+        try:
+            nxt, effects = api.step(self.config, state, action, self._limits)
+        except KcmError:
+            return None
+        if nxt == state or not self.within_boundary(nxt):
+            return None
+        return nxt, effects
 
     def properties(self) -> list[Property]:
         """The properties this configuration checks."""
