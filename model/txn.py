@@ -59,6 +59,11 @@ def freeze_set(s: set[Any], original: tuple) -> tuple:
     return tuple(sorted(s))
 
 
+# A NamedTuple from all its field values, as its constructor builds it but without the Python-level __new__ (the
+# records built on every step: committed states, effects, state changes, requests).
+_tuple_new = tuple.__new__
+if tuple(len(r._fields) for r in (Cluster, Effects, StateChange)) != (7, 4, 4):
+    raise ImportError("kcm.model.txn: the Cluster, Effects or StateChange fields changed; update Txn.commit")
 _PLAIN, _MAP, _SET = 0, 1, 2  # how a Draft thaws a field: as it is, to a dict, to a set
 
 
@@ -105,6 +110,7 @@ class Draft:
             return base
         values = None
         spec = self._SPEC
+        # freeze_map and freeze_set written out: this loop runs for every thawed field of every step.
         for name, new in fields.items():
             at = spec.get(name)
             if at is None:
@@ -112,14 +118,24 @@ class Draft:
             i, kind = at
             old = base[i]
             if kind == _MAP:
-                new = freeze_map(new, old)
+                if not new:
+                    if not old:
+                        continue
+                    new = ()
+                else:
+                    new = tuple(sorted(new.items()))
+                    if new == old:
+                        continue
             elif kind == _SET:
-                new = freeze_set(new, old)
-            if new is not old:
-                if values is None:
-                    values = list(base)
-                values[i] = new
-        return base if values is None else base._make(values)
+                if len(new) == len(old) and new.issuperset(old):
+                    continue
+                new = tuple(sorted(new))
+            elif new is old:
+                continue
+            if values is None:
+                values = list(base)
+            values[i] = new
+        return base if values is None else _tuple_new(type(base), values)
 
 
 class ZkDraft(Draft):
@@ -216,7 +232,7 @@ class Txn:
             self.ctx.partition_states.pop(tp, None)
         else:
             self.ctx.partition_states[tp] = target
-        self.state_changes.append(StateChange("partition", _tp_name(tp), current, target))
+        self.state_changes.append(_tuple_new(StateChange, ("partition", _tp_name(tp), current, target)))
 
     def set_replica_state(self, tp: tuple, broker: int, target: str) -> None:
         """Move a replica to target; IllegalStateTransition if the table refuses."""
@@ -228,7 +244,7 @@ class Txn:
             self.ctx.replica_states.pop(key, None)
         else:
             self.ctx.replica_states[key] = target
-        self.state_changes.append(StateChange("replica", _replica_name(key), current, target))
+        self.state_changes.append(_tuple_new(StateChange, ("replica", _replica_name(key), current, target)))
 
     def can_move_partition(self, tp: tuple, target: str) -> bool:
         """Whether the table allows the partition's move to target (controller ops skip the rest)."""
@@ -255,7 +271,7 @@ class Txn:
         thawed = self.__dict__
         brokers = freeze_map(thawed["brokers"], base.brokers) if "brokers" in thawed else base.brokers
         replicas = freeze_map(thawed["replicas"], base.replicas) if "replicas" in thawed else base.replicas
-        if "inflight" in thawed or not all(q for _, q in base.inflight):
+        if "inflight" in thawed or (base.inflight and not all(q for _, q in base.inflight)):
             inflight = freeze_map({b: q for b, q in self.inflight.items() if q}, base.inflight)
         else:
             inflight = base.inflight
@@ -265,5 +281,6 @@ class Txn:
                 and ghost is base.ghost and inflight is base.inflight and zombie is base.zombie):
             state = base
         else:
-            state = Cluster(brokers, zk, ctx, replicas, ghost, inflight, zombie)
-        return state, Effects(tuple(self.requests), tuple(self.state_changes), tuple(self.notes), self.result)
+            state = _tuple_new(Cluster, (brokers, zk, ctx, replicas, ghost, inflight, zombie))
+        return state, _tuple_new(Effects, (tuple(self.requests), tuple(self.state_changes), tuple(self.notes),
+                                           self.result))

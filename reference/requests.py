@@ -21,6 +21,9 @@ from kcm.model.txn import Txn
 from kcm.reference import hooks
 
 _make_broker = BrokerState._make
+# flush builds requests with tuple.__new__, which fills in no defaults: it must be given every field of each.
+if tuple(len(r._fields) for r in (LeaderAndIsrRequest, UpdateMetadataRequest, StopReplicaRequest)) != (8, 3, 4):
+    raise ImportError("kcm.reference.requests: the request records' fields changed; update flush")
 
 
 class RequestBatch:
@@ -85,12 +88,13 @@ def flush(t: Txn) -> None:
     t.request_batch = None  # the next add_* starts a fresh batch (see `batch`)
     epoch = t.ctx.epoch
     out = deliver if t.config.delivery != "async" else send
+    new = tuple.__new__  # each request built from all its fields, without the NamedTuple's Python-level __new__
     for broker, tp, lai, ar in b.leader_and_isr.values():
-        out(t, LeaderAndIsrRequest(broker, tp, lai.leader, lai.leader_epoch, lai.isr, ar, epoch, lai.zk_version))
+        out(t, new(LeaderAndIsrRequest, (broker, tp, lai.leader, lai.leader_epoch, lai.isr, ar, epoch, lai.zk_version)))
     for broker, tps in sorted(b.update_metadata.items()):
-        out(t, UpdateMetadataRequest(broker, tuple(sorted(tps)), epoch))
+        out(t, new(UpdateMetadataRequest, (broker, tuple(sorted(tps)), epoch)))
     for broker, tp, delete in b.stop_replica:
-        out(t, StopReplicaRequest(broker, tp, delete, epoch))
+        out(t, new(StopReplicaRequest, (broker, tp, delete, epoch)))
 
 
 def send(t: Txn, req: Any) -> None:
