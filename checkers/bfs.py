@@ -17,6 +17,7 @@ import numpy as np
 from kcm.checkers.checkpoint import BadCheckpoint, Checkpointer
 from kcm.checkers.verdicts import Exploration, indexed_successors, state_checks, step_checks
 from kcm.checkers.visited import FP, Visited, replay
+from kcm.model.interface import STATE_KINDS, STEP_KINDS
 
 # One successor of a level: (fingerprint, payload shipped in the next frontier, parent's position in the frontier,
 # action's position in model.actions(parent), action, step properties violated, state properties violated (None:
@@ -46,7 +47,8 @@ def search(model: Any, engine: str, payload: Callable[[Any], Any],
            checkpoint: Checkpointer | None = None, resume: dict[str, Any] | None = None,
            progress_every: float = 1.0) -> Exploration:
     """The level-synchronous loop: seed (or resume), expand each level with `expand_level`, dedupe, record."""
-    props = model.properties()
+    # Only the properties state_checks judges (each state check skips the others anyway).
+    props = [p for p in model.properties() if p.expectation in STATE_KINDS]
     found = Exploration(engine)
     start = time.perf_counter()
     visited = Visited()
@@ -139,7 +141,7 @@ def search(model: Any, engine: str, payload: Callable[[Any], Any],
         if rows:
             visited.add_level(fps[order], np.array([r[0] for r in rows], dtype=np.int64)[order],
                               np.array([r[1] for r in rows], dtype=np.int64)[order])
-        frontier = [(int(fps[k]), rows[k][3]) for k in order.tolist()]
+        frontier = [(fp, rows[k][3]) for fp, k in zip(fps[order].tolist(), order.tolist(), strict=True)]
         if frontier:
             depth += 1
             sizes.append(len(frontier))
@@ -186,12 +188,23 @@ def _eta(sizes: list[int], frontier: int, done: int, new: int, expanded: int, se
 def explore(model: Any, max_states: int | None = None, progress: ProgressFn | None = None,
             checkpoint: Checkpointer | None = None, resume: dict[str, Any] | None = None) -> Exploration:
     """Explore every state reachable inside the boundary in this process, checking every property."""
-    props = model.properties()
+    props = [p for p in model.properties() if p.expectation in STEP_KINDS]  # the ones step_checks judges
     fingerprint = model.fingerprint
+
+    successor = getattr(model, "successor", None)  # a model may give up early on steps that leave its bounds
+
+    def transitions(state: Any) -> Iterable[tuple[int, Any, Any, Any]]:
+        if successor is None:
+            yield from indexed_successors(model, state)
+            return
+        for aidx, action in enumerate(model.actions(state)):
+            found = successor(state, action)
+            if found is not None:
+                yield aidx, action, found[0], found[1]
 
     def expand_level(frontier: list[tuple[int, Any]]) -> Iterable[Row]:
         for pos, (_, state) in enumerate(frontier):
-            for aidx, action, nxt, effects in indexed_successors(model, state):
+            for aidx, action, nxt, effects in transitions(state):
                 bad_step, reached = step_checks(model, state, action, nxt, effects, props)
                 yield fingerprint(nxt), nxt, pos, aidx, action, bad_step, None, reached
 

@@ -1,8 +1,9 @@
 """Benchmark of the explorer's hot path on one bounded config: next states, fingerprints, property checks.
 
 Collects the first states of a breadth-first walk of the config, then times, over that fixed sample, every
-enabled action's next state (`model.step`), the fingerprint of every state, and every state and step property;
-finally the whole local exploration. Prints the current figures only.
+enabled action's next state (`model.step`, and `model.successor` as the explorer calls it), the fingerprint of
+every state, and every state and step property; finally the whole local exploration. Prints the current figures
+only.
 
     python ci/bench_hotpath.py [--config default] [--sample 3000] [--seconds 3]
 """
@@ -77,6 +78,11 @@ def main(argv: list[str] | None = None) -> int:
                 pass
         return len(pairs)
 
+    def explorer_steps() -> int:
+        for s, a in pairs:
+            model.successor(s, a)
+        return len(pairs)
+
     def fingerprints() -> int:
         for s in states:
             model.fingerprint(s)
@@ -96,6 +102,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{len(transitions)} transitions")
     per_s, n = rate(steps, args.seconds)
     print(f"  next state (model.step):       {per_s:>10,.0f} steps/s ({n} steps)")
+    per_s, n = rate(explorer_steps, args.seconds)
+    print(f"  explorer step (model.successor): {per_s:>8,.0f} steps/s ({n} steps; stops at the epoch bounds)")
     per_s, n = rate(fingerprints, args.seconds)
     print(f"  fingerprint (model.fingerprint): {per_s:>8,.0f} fingerprints/s ({n} fingerprints)")
     per_s, n = rate(checks, args.seconds)

@@ -16,34 +16,40 @@ from typing import Any
 
 from kcm.model.cluster import Cluster, ClusterConfig, ControllerContext, Ghost, Zk
 from kcm.model.effects import Effects, Request, StateChange
+from kcm.model.errors import KcmError
 from kcm.model.names import replica_name, tp_name
 from kcm.model.states import PartitionState, ReplicaState
 from kcm.model.transitions import partition_move, replica_move
 
-_MISSING = object()
+# Names of partitions and replicas, built once each: a run names the same few in every logged state change.
+_TP_NAMES: dict[tuple, str] = {}
+_REPLICA_NAMES: dict[tuple, str] = {}
+
+
+def _tp_name(tp: tuple) -> str:
+    name = _TP_NAMES.get(tp)
+    if name is None:
+        name = _TP_NAMES[tp] = tp_name(tp)
+    return name
+
+
+def _replica_name(key: tuple) -> str:
+    name = _REPLICA_NAMES.get(key)
+    if name is None:
+        name = _REPLICA_NAMES[key] = replica_name(key[:2], key[2])
+    return name
 
 
 def freeze_map(d: dict[Any, Any], original: tuple) -> tuple:
-    """The frozen map of d, reusing `original` (a frozen map) or its pairs wherever d still holds them.
+    """The frozen map of d (equal to `fmap.freeze(d)`), and `original` itself when it is equal to that.
 
-    Equal to `fmap.freeze(d)`: when d has the original's keys the original (sorted) order is kept and only the
-    changed pairs are rebuilt; otherwise the items are sorted afresh.
+    Sorting the pairs and comparing the tuples runs in C; the comparison is short because the pairs d still
+    shares with `original` hold the very same key and value objects.
     """
-    if len(d) == len(original):
-        out = []
-        same = True
-        for kv in original:
-            v = d.get(kv[0], _MISSING)
-            if v is _MISSING:
-                break
-            if v is kv[1]:
-                out.append(kv)
-            else:
-                out.append((kv[0], v))
-                same = False
-        else:
-            return original if same else tuple(out)
-    return tuple(sorted(d.items()))
+    if not d:
+        return original if not original else ()
+    new = tuple(sorted(d.items()))
+    return original if new == original else new
 
 
 def freeze_set(s: set[Any], original: tuple) -> tuple:
@@ -51,6 +57,14 @@ def freeze_set(s: set[Any], original: tuple) -> tuple:
     if len(s) == len(original) and s.issuperset(original):
         return original
     return tuple(sorted(s))
+
+
+# A NamedTuple from all its field values, as its constructor builds it but without the Python-level __new__ (the
+# records built on every step: committed states, effects, state changes, requests).
+_tuple_new = tuple.__new__
+if tuple(len(r._fields) for r in (Cluster, Effects, StateChange)) != (7, 4, 4):
+    raise ImportError("kcm.model.txn: the Cluster, Effects or StateChange fields changed; update Txn.commit")
+_PLAIN, _MAP, _SET = 0, 1, 2  # how a Draft thaws a field: as it is, to a dict, to a set
 
 
 class Draft:
@@ -63,21 +77,29 @@ class Draft:
     _MAPS: frozenset[str] = frozenset()
     _SETS: frozenset[str] = frozenset()
     _INDEX: dict[str, int] = {}  # field name -> position in the record
+    _SPEC: dict[str, tuple[int, int]] = {}  # field name -> (position, _PLAIN / _MAP / _SET), one lookup per thaw
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._SPEC = {name: (i, _MAP if name in cls._MAPS else _SET if name in cls._SETS else _PLAIN)
+                     for name, i in cls._INDEX.items()}
 
     def __init__(self, base: Any) -> None:
         self._base = base
 
     def __getattr__(self, name: str) -> Any:
         # Called only for a field not materialized yet: thaw it from the base record and keep the copy.
-        i = self._INDEX.get(name)
-        if i is None:
+        spec = self._SPEC.get(name)
+        if spec is None:
             raise AttributeError(name)
-        value = self.__dict__["_base"][i]
-        if name in self._MAPS:
+        fields = self.__dict__
+        value = fields["_base"][spec[0]]
+        kind = spec[1]
+        if kind == _MAP:
             value = dict(value)
-        elif name in self._SETS:
+        elif kind == _SET:
             value = set(value)
-        self.__dict__[name] = value
+        fields[name] = value
         return value
 
     def freeze(self) -> Any:
@@ -87,21 +109,33 @@ class Draft:
         if len(fields) == 1:
             return base
         values = None
-        maps, sets, index = self._MAPS, self._SETS, self._INDEX
+        spec = self._SPEC
+        # freeze_map and freeze_set written out: this loop runs for every thawed field of every step.
         for name, new in fields.items():
-            i = index.get(name)
-            if i is None:
+            at = spec.get(name)
+            if at is None:
                 continue  # _base
+            i, kind = at
             old = base[i]
-            if name in maps:
-                new = freeze_map(new, old)
-            elif name in sets:
-                new = freeze_set(new, old)
-            if new is not old:
-                if values is None:
-                    values = list(base)
-                values[i] = new
-        return base if values is None else base._make(values)
+            if kind == _MAP:
+                if not new:
+                    if not old:
+                        continue
+                    new = ()
+                else:
+                    new = tuple(sorted(new.items()))
+                    if new == old:
+                        continue
+            elif kind == _SET:
+                if len(new) == len(old) and new.issuperset(old):
+                    continue
+                new = tuple(sorted(new))
+            elif new is old:
+                continue
+            if values is None:
+                values = list(base)
+            values[i] = new
+        return base if values is None else _tuple_new(type(base), values)
 
 
 class ZkDraft(Draft):
@@ -137,6 +171,12 @@ def freeze_context(ns: ContextDraft) -> ControllerContext:
     return ns.freeze()
 
 
+class OutOfBounds(KcmError):
+    """An explorer's step given up part-way: its result already lies outside the bounds (see Txn.max_*)."""
+
+    name = "OutOfBounds"
+
+
 # Cluster-level maps a Txn thaws to dicts on first access.
 _TXN_MAPS = frozenset(("brokers", "replicas", "inflight"))
 
@@ -145,6 +185,10 @@ class Txn:
     """Drafts of every part of a Cluster plus the effects emitted so far."""
 
     request_batch: Any = None  # the reference's batch of control requests in progress (kcm.reference.requests)
+    # Bounds an explorer's step stops at (OutOfBounds) as soon as a write passes them, because the state it would
+    # end in lies outside the explored boundary anyway; None (the default): every step runs to its end.
+    max_leader_epoch: int | None = None
+    max_controller_epoch: int | None = None
 
     def __init__(self, config: ClusterConfig, state: Cluster) -> None:
         self.config = config
@@ -188,7 +232,7 @@ class Txn:
             self.ctx.partition_states.pop(tp, None)
         else:
             self.ctx.partition_states[tp] = target
-        self.state_changes.append(StateChange("partition", tp_name(tp), current, target))
+        self.state_changes.append(_tuple_new(StateChange, ("partition", _tp_name(tp), current, target)))
 
     def set_replica_state(self, tp: tuple, broker: int, target: str) -> None:
         """Move a replica to target; IllegalStateTransition if the table refuses."""
@@ -200,7 +244,7 @@ class Txn:
             self.ctx.replica_states.pop(key, None)
         else:
             self.ctx.replica_states[key] = target
-        self.state_changes.append(StateChange("replica", replica_name(tp, broker), current, target))
+        self.state_changes.append(_tuple_new(StateChange, ("replica", _replica_name(key), current, target)))
 
     def can_move_partition(self, tp: tuple, target: str) -> bool:
         """Whether the table allows the partition's move to target (controller ops skip the rest)."""
@@ -227,7 +271,7 @@ class Txn:
         thawed = self.__dict__
         brokers = freeze_map(thawed["brokers"], base.brokers) if "brokers" in thawed else base.brokers
         replicas = freeze_map(thawed["replicas"], base.replicas) if "replicas" in thawed else base.replicas
-        if "inflight" in thawed or not all(q for _, q in base.inflight):
+        if "inflight" in thawed or (base.inflight and not all(q for _, q in base.inflight)):
             inflight = freeze_map({b: q for b, q in self.inflight.items() if q}, base.inflight)
         else:
             inflight = base.inflight
@@ -237,5 +281,6 @@ class Txn:
                 and ghost is base.ghost and inflight is base.inflight and zombie is base.zombie):
             state = base
         else:
-            state = Cluster(brokers, zk, ctx, replicas, ghost, inflight, zombie)
-        return state, Effects(tuple(self.requests), tuple(self.state_changes), tuple(self.notes), self.result)
+            state = _tuple_new(Cluster, (brokers, zk, ctx, replicas, ghost, inflight, zombie))
+        return state, _tuple_new(Effects, (tuple(self.requests), tuple(self.state_changes), tuple(self.notes),
+                                           self.result))

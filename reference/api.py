@@ -67,12 +67,19 @@ def start(config: ClusterConfig) -> tuple[Cluster, Effects]:
     return t.commit()
 
 
-def step(config: ClusterConfig, state: Cluster, action: Any) -> tuple[Cluster, Effects]:
-    """The next state and effects of one action; a KcmError when it is refused (nothing applied)."""
+def step(config: ClusterConfig, state: Cluster, action: Any,
+         limits: tuple[int | None, int | None] | None = None) -> tuple[Cluster, Effects]:
+    """The next state and effects of one action; a KcmError when it is refused (nothing applied).
+
+    `limits` (max leader epoch, max controller epoch; an explorer's bounds) stops the step with OutOfBounds as
+    soon as a ZooKeeper write passes one of them; the caller must know that such a state is never explored.
+    """
     handler = HANDLERS.get(type(action))
     if handler is None:
         raise TypeError(f"no handler for {type(action).__name__}; known: {', '.join(c.__name__ for c in HANDLERS)}")
     t = Txn(config, state)
+    if limits is not None:
+        t.max_leader_epoch, t.max_controller_epoch = limits
     handler(t, action)
     requests.flush(t)
     return t.commit()

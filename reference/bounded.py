@@ -96,6 +96,36 @@ def all_properties() -> list[Property]:
     return list(controller_properties.PROPERTIES) + list(dataplane_properties.PROPERTIES)
 
 
+def preferred_election_is_idle(state: Cluster) -> bool:
+    """Whether a preferred election of every partition would change nothing (so the explorer need not try it).
+
+    Read off the frozen state as `reference/preferred.py` and the preferred selector decide: with no controller
+    the election does nothing; otherwise it skips a partition that is deleted, reassigned, not led or already led
+    by its first AR replica, and a partition with a znode whose first AR replica is not live, not in the ISR or
+    shutting down fails its election and keeps its leader (only notes are emitted). If every partition is one of
+    these, nothing is written or sent; a step that changes nothing is never a transition, so not trying it
+    changes no count.
+    """
+    ctx = state.ctx
+    if ctx.controller_id < 0:
+        return True
+    leadership, assignments, znodes = dict(ctx.leadership), dict(ctx.assignments), dict(state.zk.partitions)
+    reassigning = {tp for tp, _ in ctx.reassignments}
+    for tp, _ in state.zk.assignments:
+        if tp[0] in state.zk.delete_topics or tp[0] in ctx.topics_to_delete or tp in reassigning:
+            continue
+        lai, ar = leadership.get(tp), assignments.get(tp, ())
+        if lai is None or not ar or lai.leader == ar[0]:
+            continue
+        znode = znodes.get(tp)
+        if znode is None:
+            return False  # not judged here (a new partition without a znode may be initialized instead)
+        preferred = ar[0]
+        if preferred in ctx.live_brokers and preferred not in ctx.shutting_down and preferred in znode.isr:
+            return False  # this partition would be re-elected
+    return True
+
+
 class BoundedSystem:
     """The Model of one bounded configuration (see the module docstring)."""
 
@@ -123,6 +153,11 @@ class BoundedSystem:
         self._properties = [p for p in all_properties() if not wanted or p.name in wanted]
         self._targets = [tuple(x) for x in self.bounds["reassign_targets"]]
         self.settle_steps: list[Any] = []  # deliveries that settle the initial state (delivery "async")
+        # Where a step may stop as soon as a write passes a bound (`successor`). The controller epoch only grows.
+        # A partition znode's leader epoch only grows within a step unless a topic is deleted (its znode goes), a
+        # zombie writes from its stale cache, or a leader rewrites the ISR with its own view (data plane).
+        grows = not self.families & {"deletion", "zombie_controller", "data_plane"}
+        self._limits = (self.bounds["max_leader_epoch"] if grows else None, self.bounds["max_controller_epoch"])
 
     def init_states(self) -> list[Cluster]:
         """The first election, then the configured topics created."""
@@ -163,15 +198,17 @@ class BoundedSystem:
         if "fast_bounce" in fam:
             out += [A.BrokerBounce(b) for b, s in brokers.items() if s.alive and b != state.zk.controller]
         out += [A.Deliver(b, e) for (b, e), queue in state.inflight if queue]
-        if "preferred" in fam:
+        if "preferred" in fam and not preferred_election_is_idle(state):
             out.append(A.PreferredElection())
         assignments = dict(state.zk.assignments)
         for tp in self.tps:
             if tp not in assignments:
                 continue
             if "reassignment" in fam and not any(k == tp for k, _ in state.ctx.reassignments):
-                # A target equal to AR is a no-op for a correct controller (it clears the request).
-                out += [A.Reassign(tp, t) for t in self._targets]
+                # A target equal to AR is a no-op for a correct controller (it clears the request): when the
+                # controller will see it at once and nothing else is pending for tp, it is not offered.
+                idle = self._idle_target(state, tp)
+                out += [A.Reassign(tp, t) for t in self._targets if t != idle]
             if "data_plane" in fam:
                 out.append(A.Produce(tp))
                 if self.config.delivery == "async":
@@ -193,6 +230,20 @@ class BoundedSystem:
             out += [c for c in self.late_steps if not any(k[0] == c.topic for k in assignments)]
         return out
 
+    def _idle_target(self, state: Cluster, tp: tuple) -> tuple[int, ...] | None:
+        """The reassignment target of tp that `reference/reassignment.py` would drop unchanged, if any.
+
+        With an active controller, no reassignment of tp in flight or requested, and KAFKA-9478's fix in, a
+        target equal to the controller's AR is written to /admin/reassign_partitions and removed again in the
+        same step, so the step changes nothing. None when that cannot be told from the state alone.
+        """
+        ctx = state.ctx
+        if ctx.controller_id < 0 or self.config.has("KAFKA-9478"):
+            return None
+        if any(k == tp for k, _ in state.zk.reassign_partitions):
+            return None
+        return next((tuple(ar) for k, ar in ctx.assignments if k == tp), None)
+
     def step(self, state: Cluster, action: Any) -> tuple[Cluster, Effects]:
         """The reference's next state and effects (KcmError when refused)."""
         return api.step(self.config, state, action)
@@ -204,6 +255,20 @@ class BoundedSystem:
         except KcmError:
             return None
         return None if nxt == state else nxt
+
+    def successor(self, state: Cluster, action: Any) -> tuple[Cluster, Effects] | None:
+        """(next state, effects) of a transition the explorer keeps; None when refused, a no-op or out of bounds.
+
+        The same as `step` followed by the no-op and `within_boundary` tests, except that a step whose writes
+        already pass the leader- or controller-epoch bound is stopped there instead of being run to its end.
+        """
+        try:
+            nxt, effects = api.step(self.config, state, action, self._limits)
+        except KcmError:
+            return None
+        if nxt == state or not self.within_boundary(nxt):
+            return None
+        return nxt, effects
 
     def properties(self) -> list[Property]:
         """The properties this configuration checks."""

@@ -8,7 +8,7 @@ from kcm.model.errors import BrokerNotAvailable
 from kcm.model.fmap import get
 from kcm.model.states import PartitionState as P
 from kcm.model.states import ReplicaState as R
-from kcm.model.txn import Txn, freeze_context
+from kcm.model.txn import OutOfBounds, Txn, freeze_context
 from kcm.reference import requests
 from kcm.reference.partition_machine import trigger_online_partition_state_change
 from kcm.reference.replica_machine import handle_replica_changes
@@ -35,6 +35,9 @@ def elect_controller(t: Txn, preferred: int = NO_CONTROLLER) -> None:
     winner = preferred if preferred in live else live[0]
     t.zk.controller = winner
     t.zk.controller_epoch += 1
+    limit = t.max_controller_epoch
+    if limit is not None and t.zk.controller_epoch > limit:
+        raise OutOfBounds(f"controller epoch {t.zk.controller_epoch} passes the bound {limit}")
     t.zk.controller_epoch_zk_version += 1
     t.ghost.max_controller_epoch = max(t.ghost.max_controller_epoch, t.zk.controller_epoch)
     if t.brokers[winner].leftover_batch:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from kcm.model.cluster import NO_LEADER, LeaderAndIsr
 from kcm.model.errors import StaleControllerEpoch
-from kcm.model.txn import Txn
+from kcm.model.txn import OutOfBounds, Txn
 
 MAX_RETRIES = 3
 
@@ -32,6 +32,9 @@ def conditional_write(t: Txn, tp: tuple, new: LeaderAndIsr, expected_zk_version:
     current = t.zk.partitions.get(tp)
     if current is not None and current.zk_version != expected_zk_version and not t.config.has("no-zkversion-check"):
         return False
+    limit = t.max_leader_epoch
+    if limit is not None and new.leader_epoch > limit:
+        raise OutOfBounds(f"{tp[0]}-{tp[1]}: leader epoch {new.leader_epoch} passes the bound {limit}")
     t.zk.partitions[tp] = new
     t.ctx.leadership[tp] = new
     if new.leader != NO_LEADER:

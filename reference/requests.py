@@ -13,12 +13,17 @@ from __future__ import annotations
 from typing import Any
 
 from kcm.model.actions import Deliver
-from kcm.model.cluster import NO_LEADER, ReplicaData
+from kcm.model.cluster import NO_LEADER, BrokerState, ReplicaData
 from kcm.model.effects import LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest
 from kcm.model.errors import NoRequestInFlight
 from kcm.model.names import tp_name
 from kcm.model.txn import Txn
 from kcm.reference import hooks
+
+_make_broker = BrokerState._make
+# flush builds requests with tuple.__new__, which fills in no defaults: it must be given every field of each.
+if tuple(len(r._fields) for r in (LeaderAndIsrRequest, UpdateMetadataRequest, StopReplicaRequest)) != (8, 3, 4):
+    raise ImportError("kcm.reference.requests: the request records' fields changed; update flush")
 
 
 class RequestBatch:
@@ -26,7 +31,7 @@ class RequestBatch:
 
     def __init__(self) -> None:
         self.leader_and_isr: dict[tuple[int, tuple], tuple[int, tuple, Any, tuple]] = {}
-        self.update_metadata: dict[int, list[tuple]] = {}
+        self.update_metadata: dict[int, set[tuple]] = {}  # broker -> partitions (sent sorted)
         self.stop_replica: list[tuple[int, tuple, bool]] = []
 
     def empty(self) -> bool:
@@ -45,22 +50,26 @@ def batch(t: Txn) -> RequestBatch:
 
 def add_leader_and_isr(t: Txn, brokers: Any, tp: tuple, replicas: tuple[int, ...] | None = None) -> None:
     """Queue LeaderAndIsr with the controller's current leadership of tp to brokers, plus UpdateMetadata."""
-    lai = t.ctx.leadership.get(tp)
+    ctx = t.ctx
+    lai = ctx.leadership.get(tp)
     if lai is None:
         return
-    ar = tuple(replicas) if replicas is not None else tuple(t.ctx.assignments.get(tp, ()))
-    b = batch(t)
+    ar = tuple(replicas) if replicas is not None else tuple(ctx.assignments.get(tp, ()))
+    queued = (t.request_batch or batch(t)).leader_and_isr
     for broker in brokers:
-        b.leader_and_isr[(broker, tp)] = (broker, tp, lai, ar)
-    add_update_metadata(t, tuple(t.ctx.live_brokers), (tp,))
+        queued[(broker, tp)] = (broker, tp, lai, ar)
+    add_update_metadata(t, ctx.live_brokers, (tp,))
 
 
 def add_update_metadata(t: Txn, brokers: Any, tps: Any) -> None:
     """Queue UpdateMetadata for tps to brokers."""
-    b = batch(t)
+    queued = (t.request_batch or batch(t)).update_metadata
     for broker in brokers:
-        queued = b.update_metadata.setdefault(broker, [])
-        queued.extend(tp for tp in tps if tp not in queued)
+        mine = queued.get(broker)
+        if mine is None:
+            queued[broker] = set(tps)
+        else:
+            mine.update(tps)
 
 
 def add_stop_replica(t: Txn, broker: int, tp: tuple, delete: bool) -> None:
@@ -73,16 +82,19 @@ def add_stop_replica(t: Txn, broker: int, tp: tuple, delete: bool) -> None:
 def flush(t: Txn) -> None:
     """Send the batch: LeaderAndIsr, then UpdateMetadata, then StopReplica, each delivered at once."""
     b = t.request_batch
-    if b is None or b.empty():
+    # Most calls find nothing queued (every state-machine call flushes): return before any other work.
+    if b is None or not (b.leader_and_isr or b.update_metadata or b.stop_replica):
         return
-    t.request_batch = RequestBatch()  # type: ignore[attr-defined]
+    t.request_batch = None  # the next add_* starts a fresh batch (see `batch`)
     epoch = t.ctx.epoch
+    out = deliver if t.config.delivery != "async" else send
+    new = tuple.__new__  # each request built from all its fields, without the NamedTuple's Python-level __new__
     for broker, tp, lai, ar in b.leader_and_isr.values():
-        send(t, LeaderAndIsrRequest(broker, tp, lai.leader, lai.leader_epoch, lai.isr, ar, epoch, lai.zk_version))
+        out(t, new(LeaderAndIsrRequest, (broker, tp, lai.leader, lai.leader_epoch, lai.isr, ar, epoch, lai.zk_version)))
     for broker, tps in sorted(b.update_metadata.items()):
-        send(t, UpdateMetadataRequest(broker, tuple(sorted(tps)), epoch))
+        out(t, new(UpdateMetadataRequest, (broker, tuple(sorted(tps)), epoch)))
     for broker, tp, delete in b.stop_replica:
-        send(t, StopReplicaRequest(broker, tp, delete, epoch))
+        out(t, new(StopReplicaRequest, (broker, tp, delete, epoch)))
 
 
 def send(t: Txn, req: Any) -> None:
@@ -137,10 +149,12 @@ def deliver(t: Txn, req: Any) -> bool:
                f"it has accepted epoch {state.controller_epoch} (StaleControllerEpoch)")
         return False
     if req.controller_epoch > state.controller_epoch:
-        t.brokers[req.broker] = state._replace(controller_epoch=req.controller_epoch)
-    if isinstance(req, LeaderAndIsrRequest):
+        # state._replace(controller_epoch=...), without _replace's keyword machinery (this runs per request)
+        t.brokers[req.broker] = _make_broker((state[0], state[1], req.controller_epoch, *state[3:]))
+    kind = type(req)
+    if kind is LeaderAndIsrRequest:
         return _apply_leader_and_isr(t, req)
-    if isinstance(req, StopReplicaRequest):
+    if kind is StopReplicaRequest:
         _apply_stop_replica(t, req)
     return True
 

@@ -7,6 +7,7 @@ import shutil
 
 import pytest
 from kcm.checkers import bfs
+from kcm.model.actions import PreferredElection, Reassign
 from kcm.model.errors import KcmError
 from kcm.reference import api
 from kcm.reference.bounded import BadConfig, BoundedSystem, load_config
@@ -75,6 +76,59 @@ def test_refused_actions_are_not_transitions():
             nxt, _ = model.step(state, action)
         except KcmError:
             assert model.next_state(state, action) is None
+
+
+def _withheld(model, state):
+    """Preferred elections and reassignments of the config's families that model.actions(state) does not offer."""
+    offered = set(model.actions(state))
+    candidates = [PreferredElection()] if "preferred" in model.families else []
+    if "reassignment" in model.families:
+        candidates += [Reassign(tp, tuple(t)) for tp in model.tps for t in model.bounds["reassign_targets"]
+                       if tp in dict(state.zk.assignments) and tp not in dict(state.ctx.reassignments)]
+    return [a for a in candidates if a not in offered]
+
+
+def _first_states(model, count):
+    """About the first `count` states a breadth-first walk of the model reaches."""
+    frontier, seen = model.init_states(), set()
+    while frontier and len(seen) < count:
+        yield from frontier
+        nxt = []
+        for state in frontier:
+            for action in model.actions(state):
+                after = model.next_state(state, action)
+                if after is not None and model.within_boundary(after) and model.fingerprint(after) not in seen:
+                    seen.add(model.fingerprint(after))
+                    nxt.append(after)
+        frontier = nxt
+
+
+@pytest.mark.parametrize("name", ["default", "async", "bugs/KAFKA-9478", "bugs/KIP-279"])
+def test_actions_withheld_from_the_explorer_change_nothing(name):
+    model = BoundedSystem(load_config(name))
+    checked = 0
+    for state in _first_states(model, 1500):
+        for action in _withheld(model, state):
+            assert model.next_state(state, action) is None, (action, state)
+            checked += 1
+    assert checked > 0
+
+
+@pytest.mark.parametrize("name", ["tiny", "default", "async", "bugs/KIP-279"])
+def test_a_successor_stopped_at_a_bound_is_one_the_boundary_drops(name):
+    model = BoundedSystem(load_config(name))
+    stopped = 0
+    for state in _first_states(model, 1500):
+        for action in model.actions(state):
+            try:
+                after, effects = model.step(state, action)
+            except KcmError:
+                after = None
+            kept = after is not None and after != state and model.within_boundary(after)
+            assert model.successor(state, action) == ((after, effects) if kept else None), action
+            if after is not None and after != state and not kept:
+                stopped += 1
+    assert stopped > 0  # some steps leave the bounds
 
 
 @pytest.mark.spark
