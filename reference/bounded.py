@@ -22,7 +22,7 @@ from kcm.model.interface import Property
 from kcm.model.variants import SWITCHES, known_switch
 from kcm.properties import controller as controller_properties
 from kcm.properties import dataplane as dataplane_properties
-from kcm.reference import api
+from kcm.reference import api, preferred, selectors
 
 FAMILIES = ("broker_failure", "controlled_shutdown", "controller_failover", "reassignment", "preferred",
             "data_plane", "acks_one", "deletion", "topic_creation", "zombie_controller", "fast_bounce",
@@ -100,28 +100,26 @@ def preferred_election_is_idle(state: Cluster) -> bool:
     """Whether a preferred election of every partition would change nothing (so the explorer need not try it).
 
     Read off the frozen state as `reference/preferred.py` and the preferred selector decide: with no controller
-    the election does nothing; otherwise it skips a partition that is deleted, reassigned, not led or already led
-    by its first AR replica, and a partition with a znode whose first AR replica is not live, not in the ISR or
-    shutting down fails its election and keeps its leader (only notes are emitted). If every partition is one of
-    these, nothing is written or sent; a step that changes nothing is never a transition, so not trying it
-    changes no count.
+    the election does nothing; otherwise it skips the partitions `preferred.not_needed` names, and a partition
+    whose preferred selector finds no leader fails its election and keeps it (only notes are emitted). If every
+    partition is one of these, nothing is written or sent; a step that changes nothing is never a transition, so
+    not trying it changes no count.
     """
     ctx = state.ctx
     if ctx.controller_id < 0:
         return True
     leadership, assignments, znodes = dict(ctx.leadership), dict(ctx.assignments), dict(state.zk.partitions)
-    reassigning = {tp for tp, _ in ctx.reassignments}
+    eligible = set(ctx.live_brokers) - set(ctx.shutting_down)
     for tp, _ in state.zk.assignments:
-        if tp[0] in state.zk.delete_topics or tp[0] in ctx.topics_to_delete or tp in reassigning:
-            continue
+        if tp[0] in state.zk.delete_topics:
+            continue  # refused at the op (a topic queued for deletion is skipped)
         lai, ar = leadership.get(tp), assignments.get(tp, ())
-        if lai is None or not ar or lai.leader == ar[0]:
+        if preferred.not_needed(tp[0] in ctx.topics_to_delete, lai, ar):
             continue
         znode = znodes.get(tp)
         if znode is None:
             return False  # not judged here (a new partition without a znode may be initialized instead)
-        preferred = ar[0]
-        if preferred in ctx.live_brokers and preferred not in ctx.shutting_down and preferred in znode.isr:
+        if selectors.preferred(ar, znode.isr, eligible) is not None:
             return False  # this partition would be re-elected
     return True
 

@@ -12,6 +12,16 @@ from kcm.reference.context import has_controller, is_deleting
 from kcm.reference.partition_machine import handle_partition_changes
 
 
+def not_needed(deleting: bool, lai: object | None, ar: tuple[int, ...]) -> bool:
+    """Whether a preferred election skips the partition: being deleted, not led, or led by its preferred replica.
+
+    Kafka 3.x skips partitions being deleted and those whose leader already is the preferred replica
+    (ELECTION_NOT_NEEDED): no write, no epoch bump. A partition being reassigned is elected too, its preferred
+    replica being the first of the reassignment's replica list (the target's first).
+    """
+    return deleting or lai is None or not ar or lai.leader == ar[0]
+
+
 def preferred_election(t: Txn, a: PreferredElection) -> None:
     """Affected partitions -> OnlinePartition with the preferred selector; those already led by it are skipped."""
     if a.tps is None:
@@ -23,14 +33,11 @@ def preferred_election(t: Txn, a: PreferredElection) -> None:
         tps = list(a.tps)
     if not has_controller(t):
         return
-    # Kafka 3.x skips partitions being deleted and those whose leader already is the preferred replica
-    # (ELECTION_NOT_NEEDED): no write, no epoch bump. A partition being reassigned is elected too, its preferred
-    # replica being the first of the reassignment's replica list (the target's first).
     todo = []
     for tp in tps:
         lai = t.ctx.leadership.get(tp)
         ar = t.ctx.assignments.get(tp, ())
-        if is_deleting(t, tp[0]) or lai is None or not ar or lai.leader == ar[0]:
+        if not_needed(is_deleting(t, tp[0]), lai, ar):
             continue
         todo.append(tp)
     for tp in handle_partition_changes(t, todo, P.ONLINE, selectors.PREFERRED):
