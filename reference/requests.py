@@ -62,8 +62,10 @@ def add_leader_and_isr(t: Txn, brokers: Any, tp: tuple, replicas: tuple[int, ...
 
 
 def add_update_metadata(t: Txn, brokers: Any, tps: Any) -> None:
-    """Queue UpdateMetadata for tps to brokers."""
+    """Queue UpdateMetadata for tps to brokers; partitions without a leader and ISR in the context are left out."""
     queued = (t.request_batch or batch(t)).update_metadata
+    leadership = t.ctx.leadership
+    tps = [tp for tp in tps if tp in leadership]  # as Kafka: nothing to tell of a partition with no leader and ISR
     for broker in brokers:
         mine = queued.get(broker)
         if mine is None:
@@ -73,8 +75,9 @@ def add_update_metadata(t: Txn, brokers: Any, tps: Any) -> None:
 
 
 def add_stop_replica(t: Txn, broker: int, tp: tuple, delete: bool) -> None:
-    """Queue StopReplica for tp to broker (delete: remove the log too)."""
+    """Queue StopReplica for tp to broker (delete: remove the log too); once queued with delete, it keeps it."""
     b = batch(t)
+    delete = delete or any(r[2] for r in b.stop_replica if (r[0], r[1]) == (broker, tp))
     b.stop_replica = [r for r in b.stop_replica if (r[0], r[1]) != (broker, tp)]
     b.stop_replica.append((broker, tp, delete))
 

@@ -105,8 +105,6 @@ def test_update_metadata_batch_for_one_broker():
     assert [(r.broker, set(r.tps), r.controller_epoch) for r in sent] == [(2, set(LEADERSHIP), 2)]
 
 
-@pytest.mark.xfail(strict=True, reason="the reference lists in UpdateMetadata every partition it is given, even one "
-                   "the controller has no leader and ISR for; Kafka leaves such partitions out")
 def test_update_metadata_leaves_out_partitions_without_leader_and_isr():
     """testUpdateMetadataDoesNotIncludePartitionsWithoutLeaderAndIsr."""
     t = batch_txn()
@@ -138,8 +136,6 @@ def test_stop_replica_batch_for_one_broker():
     assert sorted(sent) == sorted((2, tp, d, 2) for tp, d in STOP.items())
 
 
-@pytest.mark.xfail(strict=True, reason="the reference keeps the last StopReplica added for a partition; Kafka keeps "
-                   "delete once any add for that partition asked for it")
 def test_stop_replica_delete_is_kept_when_added_again_without():
     """testStopReplicaRequestWithAlreadyDefinedDeletedPartition."""
     t = batch_txn()
