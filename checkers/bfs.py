@@ -191,20 +191,9 @@ def explore(model: Any, max_states: int | None = None, progress: ProgressFn | No
     props = [p for p in model.properties() if p.expectation in STEP_KINDS]  # the ones step_checks judges
     fingerprint = model.fingerprint
 
-    successor = getattr(model, "successor", None)  # a model may give up early on steps that leave its bounds
-
-    def transitions(state: Any) -> Iterable[tuple[int, Any, Any, Any]]:
-        if successor is None:
-            yield from indexed_successors(model, state)
-            return
-        for aidx, action in enumerate(model.actions(state)):
-            found = successor(state, action)
-            if found is not None:
-                yield aidx, action, found[0], found[1]
-
     def expand_level(frontier: list[tuple[int, Any]]) -> Iterable[Row]:
         for pos, (_, state) in enumerate(frontier):
-            for aidx, action, nxt, effects in transitions(state):
+            for aidx, action, nxt, effects in indexed_successors(model, state):
                 bad_step, reached = step_checks(model, state, action, nxt, effects, props)
                 yield fingerprint(nxt), nxt, pos, aidx, action, bad_step, None, reached
 

@@ -77,25 +77,25 @@ def step_checks(model: Any, before: Any, action: Any, after: Any, effects: Any,
 
 def successors(model: Any, state: Any) -> list[tuple[Any, Any, Any]]:
     """(action, next state, effects) of every enabled action that changes the state, inside the boundary."""
-    from kcm.model.errors import KcmError
-
-    out = []
-    for action in model.actions(state):
-        try:
-            nxt, effects = model.step(state, action)
-        except KcmError:
-            continue
-        if nxt != state and model.within_boundary(nxt):
-            out.append((action, nxt, effects))
-    return out
+    return [(action, nxt, effects) for _, action, nxt, effects in indexed_successors(model, state)]
 
 
 def indexed_successors(model: Any, state: Any) -> list[tuple[int, Any, Any, Any]]:
-    """Like `successors`, with each action's position in `model.actions(state)` first (for compact parent links)."""
+    """Like `successors`, with each action's position in `model.actions(state)` first (for compact parent links).
+
+    A model with a `successor(state, action)` method (None: refused, a no-op or out of bounds) is asked through
+    it, so that it may give up early on a step that leaves its bounds; every engine then gets that saving.
+    """
     from kcm.model.errors import KcmError
 
     out = []
+    successor = getattr(model, "successor", None)
     for i, action in enumerate(model.actions(state)):
+        if successor is not None:
+            found = successor(state, action)
+            if found is not None:
+                out.append((i, action, found[0], found[1]))
+            continue
         try:
             nxt, effects = model.step(state, action)
         except KcmError:
