@@ -102,6 +102,14 @@ class Draft:
         fields[name] = value
         return value
 
+    def discard(self, name: str, key: Any) -> None:
+        """Remove key from the map field `name` if it is there, without thawing the field when it is not."""
+        fields = self.__dict__
+        if name in fields:
+            fields[name].pop(key, None)
+        elif any(k == key for k, _ in fields["_base"][self._SPEC[name][0]]):
+            getattr(self, name).pop(key, None)
+
     def freeze(self) -> Any:
         """The immutable record: the base itself when nothing differs, else a copy with the changed fields."""
         fields = self.__dict__

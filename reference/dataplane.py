@@ -266,8 +266,8 @@ def _forget_old_incarnation(t: Txn, tp: tuple, broker: int) -> None:
     """A first, empty replica of a partition with no other replica left is a new topic: drop the old one's history."""
     if t.replicas[_key(tp, broker)].log or any(k[:2] == tp and k[2] != broker for k in t.replicas):
         return
-    for ghost_map in (t.ghost.acked, t.ghost.consumed, t.ghost.pending):
-        ghost_map.pop(tp, None)
+    for name in ("acked", "consumed", "pending"):
+        t.ghost.discard(name, tp)  # most partitions have none: no thaw, no freeze
 
 
 def become_leader(t: Txn, tp: tuple, broker: int) -> None:
@@ -280,7 +280,7 @@ def become_leader(t: Txn, tp: tuple, broker: int) -> None:
     key = _key(tp, broker)
     data = t.replicas[key]
     t.replicas[key] = data._replace(remote_leo=EMPTY, truncating=False)
-    t.ghost.pending.pop(tp, None)
+    t.ghost.discard("pending", tp)
     _advance_hw(t, tp, broker)
 
 

@@ -73,3 +73,14 @@ def test_an_unknown_attribute_is_an_attribute_error():
     assert getattr(t, "nothing", None) is None
     assert getattr(t.ctx, "nothing", None) is None
     assert t.request_batch is None
+
+
+def test_discard_removes_a_present_key_and_leaves_an_absent_one_unthawed():
+    state = _running()
+    t = Txn(CONFIG, state._replace(ghost=state.ghost._replace(pending=freeze({("t", 0): ((0, 1),)}))))
+    t.ghost.discard("acked", ("t", 0))
+    assert "acked" not in t.ghost.__dict__  # nothing to remove: the field was not copied
+    t.ghost.discard("pending", ("t", 1))
+    assert "pending" not in t.ghost.__dict__
+    t.ghost.discard("pending", ("t", 0))
+    assert t.commit()[0].ghost.pending == ()
