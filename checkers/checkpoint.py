@@ -14,7 +14,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-FORMAT = "kcm-explore-checkpoint/1"
+# Parent links hold positions in model.actions(state): a release that offers actions differently must bump this,
+# or an older checkpoint would replay the wrong actions (2: provably idle actions are no longer offered).
+FORMAT = "kcm-explore-checkpoint/2"
 
 
 class BadCheckpoint(ValueError):
@@ -66,8 +68,11 @@ def load(path: str | Path, key: Any) -> dict[str, Any]:
         raise BadCheckpoint(f"no checkpoint file {str(path)!r}") from None
     except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError) as err:
         raise BadCheckpoint(f"{path}: not a kcm explore checkpoint ({err.__class__.__name__})") from None
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
+    if not isinstance(data, dict) or not str(data.get("format", "")).startswith("kcm-explore-checkpoint/"):
         raise BadCheckpoint(f"{path}: not a kcm explore checkpoint (format {FORMAT} expected)")
+    if data["format"] != FORMAT:
+        raise BadCheckpoint(f"{path}: a checkpoint of format {data['format']}, written by another kcm release "
+                            f"(this one reads {FORMAT}); run the exploration again")
     if data.get("key") != key:
         raise BadCheckpoint(f"{path}: written for another configuration; resume with the config it was made with")
     return data
