@@ -37,8 +37,10 @@ def reassign(t: Txn, a: Reassign) -> None:
 def start(t: Txn, tp: tuple, target: tuple[int, ...]) -> None:
     """Begin tracking a reassignment towards target and run its first round."""
     # A replacement keeps the whole current AR as OAR, so no replica leaves AR before the new target
-    # has joined the ISR; the replicas of the abandoned target are removed when it completes.
-    original = tuple(t.ctx.assignments[tp])
+    # has joined the ISR; the replicas of the abandoned target are removed when it completes. The same target
+    # again keeps the record as it is (Kafka's reassignTo is then the identity) and runs another round.
+    current = t.ctx.reassignments.get(tp)
+    original = current.original if current is not None and current.target == target else tuple(t.ctx.assignments[tp])
     if target == original and tp not in t.ctx.reassignments:
         t.note(f"{tp_name(tp)}: target equals the current replicas; nothing to reassign")
         if not t.config.has("KAFKA-9478"):

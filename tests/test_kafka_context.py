@@ -133,8 +133,6 @@ def test_reassign_to_replaces_the_target():
         "replicas": [7, 8, 9, 1, 2, 3], "reassignment": {"adding": [7, 8, 9], "removing": [1, 2, 3]}}
 
 
-@pytest.mark.xfail(strict=True, reason="reassigning again to the target in flight makes the reference's record "
-                   "original = current AR, so adding becomes empty; Kafka's reassignTo(target) is the identity")
 @pytest.mark.parametrize("target,reassignment", [
     ((4, 5, 6), {"adding": [4, 5, 6], "removing": [1, 2, 3]}),
     ((4, 2, 3), {"adding": [4], "removing": [1]}),
