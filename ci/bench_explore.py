@@ -36,9 +36,13 @@ def run(config: str, extra: list[str], max_states: int | None) -> tuple[dict, fl
     start = time.perf_counter()
     done = subprocess.run(cmd, capture_output=True, text=True)
     wall = time.perf_counter() - start
-    if done.returncode not in (0, 1):
-        sys.exit(f"bench_explore: {' '.join(extra)} failed (exit {done.returncode}):\n{done.stderr}")
-    return json.loads(done.stdout), wall
+    try:
+        summary = json.loads(done.stdout) if done.returncode in (0, 1) else None
+    except json.JSONDecodeError:
+        summary = None  # exit 1 without a summary: the run itself failed, not a property
+    if summary is None:
+        sys.exit(f"bench_explore: {' '.join(extra)} failed (exit {done.returncode}):\n{done.stderr[-4000:]}")
+    return summary, wall
 
 
 CONFIGS = Path(__file__).resolve().parents[1] / "specs" / "configs"
