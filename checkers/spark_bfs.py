@@ -37,14 +37,22 @@ NO_PARENT = -1
 Candidate = tuple[int, int, int, bytes]
 
 
-def spark_session(master: str = "local[*]") -> Any:
-    """A quiet Spark session whose Python workers run this interpreter."""
+DEFAULT_MEMORY = "4g"
+
+
+def spark_session(master: str = "local[*]", memory: str = DEFAULT_MEMORY) -> Any:
+    """A quiet Spark session whose Python workers run this interpreter, with `memory` of JVM heap for the driver.
+
+    In local mode the executors live in the driver's JVM, so the driver's heap holds every cached partition
+    store and each round's shuffle: Spark's default 1g runs out on large spaces (about 650,000 states).
+    """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     tmp = os.environ.setdefault("SPARK_LOCAL_DIRS", tempfile.mkdtemp(prefix="kcm-spark-"))
     from pyspark.sql import SparkSession
 
     spark = (SparkSession.builder.master(master).appName("kcm-explore")
+             .config("spark.driver.memory", memory)
              .config("spark.ui.enabled", "false")
              .config("spark.ui.showConsoleProgress", "false")
              .config("spark.driver.extraJavaOptions", f"-Djava.io.tmpdir={tmp}")

@@ -22,6 +22,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", default="tiny", help="a config name from specs/configs/ or a path (default: tiny)")
     p.add_argument("--engine", choices=("local", "spark"), default="local")
     p.add_argument("--master", default="local[*]", help="any Spark master URL (spark engine; default local[*])")
+    p.add_argument("--spark-memory", default="4g", metavar="SIZE",
+                   help="spark engine: JVM heap of the driver (in local mode also the executors'), default 4g")
     p.add_argument("--local-levels", type=int, default=4, metavar="N",
                    help="spark engine: levels each partition expands on its own before a shuffle (default 4)")
     p.add_argument("--max-states", type=int, help="stop after this many distinct states (the run is then partial)")
@@ -81,7 +83,7 @@ def main(args: argparse.Namespace) -> int:
     if args.walks is not None and args.engine == "spark":
         from kcm.checkers import spark_bfs, spark_walk
 
-        spark = spark_bfs.spark_session(args.master)
+        spark = spark_bfs.spark_session(args.master, args.spark_memory)
         try:
             found = spark_walk.walk(explored, spark, args.walks, args.depth, args.seed, progress=walk_progress)
         finally:
@@ -91,15 +93,25 @@ def main(args: argparse.Namespace) -> int:
     elif args.engine == "spark":
         from kcm.checkers import spark_bfs
 
-        spark = spark_bfs.spark_session(args.master)
+        from py4j.protocol import Py4JError
+
+        spark = spark_bfs.spark_session(args.master, args.spark_memory)
         try:
             found = spark_bfs.explore(explored, spark, args.max_states, progress, local_levels=args.local_levels,
                                       checkpoint=checkpointer, resume=resume)
         except (OSError, BadCheckpoint) as err:
             print(f"kcm explore: {err}", file=sys.stderr)
             return 2
+        except Py4JError:
+            # The JVM failed (most often out of heap); Spark has logged the cause above.
+            print(f"kcm explore: the Spark job failed (see Spark's log above; if it ran out of Java heap, raise "
+                  f"--spark-memory, now {args.spark_memory})", file=sys.stderr)
+            return 2
         finally:
-            spark.stop()
+            try:
+                spark.stop()
+            except Py4JError:
+                pass  # the JVM is already gone
     else:
         from kcm.checkers import bfs
 
