@@ -91,9 +91,9 @@ def main(args: argparse.Namespace) -> int:
     elif args.walks is not None:
         found = walk.walk(explored, args.walks, args.depth, args.seed, progress=walk_progress)
     elif args.engine == "spark":
-        from kcm.checkers import spark_bfs
-
         from py4j.protocol import Py4JError
+
+        from kcm.checkers import spark_bfs
 
         spark = spark_bfs.spark_session(args.master, args.spark_memory)
         try:
