@@ -290,7 +290,7 @@ def catch_scenarios(fast: bool) -> str | None:
 
 # The bounded configs the explorer catcher walks exhaustively: the CI config, the Quick start's, and a data-plane
 # space with asynchronous delivery (stale caches) and high-watermark truncation.
-EXPLORE_CONFIGS = ("tiny", "default", "mutants")
+EXPLORE_CONFIGS = ("tiny", "controller", "mutants")
 
 
 def catch_explore(fast: bool) -> str | None:

@@ -103,7 +103,7 @@ def _first_states(model, count):
         frontier = nxt
 
 
-@pytest.mark.parametrize("name", ["default", "async", "bugs/KAFKA-9478", "bugs/KIP-279"])
+@pytest.mark.parametrize("name", ["controller", "async", "bugs/KAFKA-9478", "bugs/KIP-279"])
 def test_actions_withheld_from_the_explorer_change_nothing(name):
     model = BoundedSystem(load_config(name))
     checked = 0
@@ -114,7 +114,7 @@ def test_actions_withheld_from_the_explorer_change_nothing(name):
     assert checked > 0
 
 
-@pytest.mark.parametrize("name", ["tiny", "default", "async", "bugs/KIP-279"])
+@pytest.mark.parametrize("name", ["tiny", "controller", "async", "bugs/KIP-279"])
 def test_a_successor_stopped_at_a_bound_is_one_the_boundary_drops(name):
     model = BoundedSystem(load_config(name))
     stopped = 0
@@ -133,13 +133,13 @@ def test_a_successor_stopped_at_a_bound_is_one_the_boundary_drops(name):
 
 @pytest.mark.spark
 @pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java")
-def test_spark_and_local_agree_on_tiny_default_and_a_bounded_unclean_run():
+def test_spark_and_local_agree_on_tiny_controller_and_a_bounded_unclean_run():
     """One Spark session for both Spark engines (its start-up is the slow part): BFS, then random walks."""
     from kcm.checkers import spark_bfs, spark_walk, walk
 
     spark = spark_bfs.spark_session("local[2]")
     try:
-        for name, bound in (("tiny", None), ("default", None), ("unclean", 2000)):
+        for name, bound in (("tiny", None), ("controller", None), ("unclean", 2000)):
             model = BoundedSystem(load_config(name))
             local = bfs.explore(model, max_states=bound)
             distributed = spark_bfs.explore(model, spark, max_states=bound)

@@ -27,8 +27,8 @@ def _checkpoint_depth(path) -> int:
 
 
 def test_killed_run_resumes_to_the_counts_of_an_uninterrupted_run(tmp_path):
-    ckpt = tmp_path / "default.ckpt"
-    proc = subprocess.Popen(CLI + ["--config", "default", "--quiet", "--checkpoint", str(ckpt),
+    ckpt = tmp_path / "controller.ckpt"
+    proc = subprocess.Popen(CLI + ["--config", "controller", "--quiet", "--checkpoint", str(ckpt),
                                    "--checkpoint-every", "0"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 240
@@ -43,10 +43,10 @@ def test_killed_run_resumes_to_the_counts_of_an_uninterrupted_run(tmp_path):
     assert proc.returncode == -signal.SIGKILL
     resumed_from = _checkpoint_depth(ckpt)
     assert 6 <= resumed_from < 12
-    resumed = subprocess.run(CLI + ["--config", "default", "--quiet", "--json", "--resume", str(ckpt)],
+    resumed = subprocess.run(CLI + ["--config", "controller", "--quiet", "--json", "--resume", str(ckpt)],
                              capture_output=True, text=True, timeout=300)
     assert resumed.returncode == 0, resumed.stderr
-    whole = subprocess.run(CLI + ["--config", "default", "--quiet", "--json"], capture_output=True, text=True,
+    whole = subprocess.run(CLI + ["--config", "controller", "--quiet", "--json"], capture_output=True, text=True,
                            timeout=300)
     a, b = json.loads(resumed.stdout), json.loads(whole.stdout)
     assert {k: a[k] for k in KEYS} == {k: b[k] for k in KEYS}
@@ -57,7 +57,7 @@ def test_resume_refuses_a_checkpoint_of_another_config_or_a_bad_file(tmp_path, c
     ckpt = tmp_path / "tiny.ckpt"
     assert main(["explore", "--config", "tiny", "--quiet", "--checkpoint", str(ckpt), "--checkpoint-every", "0"]) == 0
     capsys.readouterr()
-    assert main(["explore", "--config", "default", "--quiet", "--resume", str(ckpt)]) == 2
+    assert main(["explore", "--config", "controller", "--quiet", "--resume", str(ckpt)]) == 2
     assert "another configuration" in capsys.readouterr().err
     junk = tmp_path / "junk.ckpt"
     junk.write_bytes(b"not a checkpoint")
@@ -100,7 +100,7 @@ def test_spark_run_resumed_from_a_middle_round_ends_with_the_same_counts(tmp_pat
         def write(self, snapshot):
             self.snapshots.append(pickle.loads(pickle.dumps(dict(snapshot, format=FORMAT, key=self.key))))
 
-    model = BoundedSystem(load_config("default"))
+    model = BoundedSystem(load_config("controller"))
     spark = spark_bfs.spark_session("local[2]")
     try:
         keep = Keep(tmp_path / "unused", 0, model.cfg)

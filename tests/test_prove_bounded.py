@@ -191,7 +191,7 @@ def test_cli_bmc_of_an_explorer_config(capsys: pytest.CaptureFixture[str]) -> No
 
 
 def test_cli_refuses_configs_the_encoding_does_not_cover(capsys: pytest.CaptureFixture[str]) -> None:
-    assert prove_command.main(_args(bmc=2, config="default")) == 2
+    assert prove_command.main(_args(bmc=2, config="controller")) == 2
     assert "not encoded symbolically" in capsys.readouterr().err
     assert prove_command.main(_args(bmc=2, config="tiny", bug=["no-leader-epoch-bump"])) == 2
     assert "--bug" in capsys.readouterr().err
