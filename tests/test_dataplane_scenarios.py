@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kcm.checkers.verdicts import state_checks, step_checks
 from kcm.model import actions as A
 from kcm.model.cluster import TRUNCATION_VARIANTS, Cluster, ClusterConfig
 from kcm.model.errors import KcmError
-from kcm.model.interface import ALWAYS, STEP
 from kcm.properties.dataplane import PROPERTIES
 from kcm.reference import api
 
@@ -43,15 +43,9 @@ def run(doc: dict[str, Any], cfg: ClusterConfig) -> tuple[Cluster, dict[str, int
             assert step.get("expect_error") == err.name, f"step {i} refused: {err.message}"
             continue
         assert "expect_error" not in step, f"step {i} should have been refused"
-        for p in PROPERTIES:
-            if p.expectation == ALWAYS:
-                ok = p.condition(cfg, after)
-            elif p.expectation == STEP:
-                ok = p.condition(cfg, state, action, after, effects)
-            else:
-                continue
-            if not ok:
-                first.setdefault(p.name, i)
+        broken = step_checks(cfg, state, action, after, effects, PROPERTIES)[0]
+        for name in broken + state_checks(cfg, after, PROPERTIES)[0]:
+            first.setdefault(name, i)
         if step["op"] == "consume":
             consumed.append(effects.result)
         state = after

@@ -15,11 +15,10 @@ from typing import Any
 
 import pytest
 from kcm.checkers import bfs
-from kcm.checkers.verdicts import Exploration
+from kcm.checkers.verdicts import Exploration, state_checks, step_checks
 from kcm.model import actions as A
 from kcm.model.cluster import TRUNCATION_VARIANTS, Cluster
 from kcm.model.errors import KcmError
-from kcm.model.interface import ALWAYS, STEP
 from kcm.reference import api
 from kcm.reference.bounded import BoundedSystem, all_properties
 from kcm.reference.scenario import cluster_config, parse_text, run
@@ -69,6 +68,7 @@ def replay(doc: dict[str, Any], truncation: str,
     step property of the explorer) first breaks, and which steps were refused with what."""
     config = cluster_config(doc)._replace(truncation=truncation, delivery=delivery)
     model = SimpleNamespace(config=config)
+    props = all_properties()
     state, _ = api.start(config)
     states: list[Cluster] = []
     first: dict[str, int] = {}
@@ -81,15 +81,9 @@ def replay(doc: dict[str, Any], truncation: str,
             refused[i] = err.name
             states.append(state)
             continue
-        for p in all_properties():
-            if p.expectation == ALWAYS:
-                ok = p.condition(model, after)
-            elif p.expectation == STEP:
-                ok = p.condition(model, state, action, after, effects)
-            else:
-                continue
-            if not ok:
-                first.setdefault(p.name, i)
+        broken = step_checks(model, state, action, after, effects, props)[0] + state_checks(model, after, props)[0]
+        for name in broken:
+            first.setdefault(name, i)
         states.append(after)
         state = after
     return states, first, refused
