@@ -21,6 +21,8 @@ from kcm.model.txn import Txn
 from kcm.reference import hooks
 
 _make_broker = BrokerState._make
+if BrokerState._fields.index("controller_epoch") != 2:
+    raise ImportError("kcm.reference.requests: BrokerState.controller_epoch moved; update deliver")
 # flush builds requests with tuple.__new__, which fills in no defaults: it must be given every field of each.
 if tuple(len(r._fields) for r in (LeaderAndIsrRequest, UpdateMetadataRequest, StopReplicaRequest)) != (8, 3, 4):
     raise ImportError("kcm.reference.requests: the request records' fields changed; update flush")
@@ -86,18 +88,18 @@ def flush(t: Txn) -> None:
     """Send the batch: LeaderAndIsr, then UpdateMetadata, then StopReplica, each delivered at once."""
     b = t.request_batch
     # Most calls find nothing queued (every state-machine call flushes): return before any other work.
-    if b is None or not (b.leader_and_isr or b.update_metadata or b.stop_replica):
+    if b is None or b.empty():
         return
     t.request_batch = None  # the next add_* starts a fresh batch (see `batch`)
     epoch = t.ctx.epoch
-    out = deliver if t.config.delivery != "async" else send
     new = tuple.__new__  # each request built from all its fields, without the NamedTuple's Python-level __new__
     for broker, tp, lai, ar in b.leader_and_isr.values():
-        out(t, new(LeaderAndIsrRequest, (broker, tp, lai.leader, lai.leader_epoch, lai.isr, ar, epoch, lai.zk_version)))
+        send(t, new(LeaderAndIsrRequest,
+                    (broker, tp, lai.leader, lai.leader_epoch, lai.isr, ar, epoch, lai.zk_version)))
     for broker, tps in sorted(b.update_metadata.items()):
-        out(t, new(UpdateMetadataRequest, (broker, tuple(sorted(tps)), epoch)))
+        send(t, new(UpdateMetadataRequest, (broker, tuple(sorted(tps)), epoch)))
     for broker, tp, delete in b.stop_replica:
-        out(t, new(StopReplicaRequest, (broker, tp, delete, epoch)))
+        send(t, new(StopReplicaRequest, (broker, tp, delete, epoch)))
 
 
 def send(t: Txn, req: Any) -> None:
