@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from kcm.checkers import checkpoint, walk
+from kcm.checkers import checkpoint, spark_bfs, walk
 from kcm.checkers.bfs import Progress
 from kcm.checkers.checkpoint import BadCheckpoint, Checkpointer
 from kcm.checkers.symmetry import SymmetricModel
@@ -22,8 +22,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", default="tiny", help="a config name from specs/configs/ or a path (default: tiny)")
     p.add_argument("--engine", choices=("local", "spark"), default="local")
     p.add_argument("--master", default="local[*]", help="any Spark master URL (spark engine; default local[*])")
-    p.add_argument("--spark-memory", default="4g", metavar="SIZE",
-                   help="spark engine: JVM heap of the driver (in local mode also the executors'), default 4g")
+    p.add_argument("--spark-memory", default=spark_bfs.DEFAULT_MEMORY, metavar="SIZE",
+                   help="spark engine: JVM heap of the driver (in local mode also the executors'), "
+                        f"default {spark_bfs.DEFAULT_MEMORY}")
     p.add_argument("--local-levels", type=int, default=4, metavar="N",
                    help="spark engine: levels each partition expands on its own before a shuffle (default 4)")
     p.add_argument("--max-states", type=int, help="stop after this many distinct states (the run is then partial)")
@@ -80,25 +81,19 @@ def main(args: argparse.Namespace) -> int:
             print(f"walks {walks}: {states} distinct states, {states / seconds if seconds else 0:,.0f} states/s",
                   file=sys.stderr, flush=True)
 
-    if args.walks is not None and args.engine == "spark":
-        from kcm.checkers import spark_bfs, spark_walk
-
-        spark = spark_bfs.spark_session(args.master, args.spark_memory)
-        try:
-            found = spark_walk.walk(explored, spark, args.walks, args.depth, args.seed, progress=walk_progress)
-        finally:
-            spark.stop()
-    elif args.walks is not None:
-        found = walk.walk(explored, args.walks, args.depth, args.seed, progress=walk_progress)
-    elif args.engine == "spark":
+    if args.engine == "spark":
+        # One Spark session serves either run (BFS or walks); its start, failure and stop are handled once here.
         from py4j.protocol import Py4JError
 
-        from kcm.checkers import spark_bfs
+        from kcm.checkers import spark_walk
 
         spark = spark_bfs.spark_session(args.master, args.spark_memory)
         try:
-            found = spark_bfs.explore(explored, spark, args.max_states, progress, local_levels=args.local_levels,
-                                      checkpoint=checkpointer, resume=resume)
+            if args.walks is not None:
+                found = spark_walk.walk(explored, spark, args.walks, args.depth, args.seed, progress=walk_progress)
+            else:
+                found = spark_bfs.explore(explored, spark, args.max_states, progress, local_levels=args.local_levels,
+                                          checkpoint=checkpointer, resume=resume)
         except (OSError, BadCheckpoint) as err:
             print(f"kcm explore: {err}", file=sys.stderr)
             return 2
@@ -112,6 +107,8 @@ def main(args: argparse.Namespace) -> int:
                 spark.stop()
             except Py4JError:
                 pass  # the JVM is already gone
+    elif args.walks is not None:
+        found = walk.walk(explored, args.walks, args.depth, args.seed, progress=walk_progress)
     else:
         from kcm.checkers import bfs
 
