@@ -16,7 +16,7 @@ from typing import Any
 
 # Parent links hold positions in model.actions(state): a release that offers actions differently must bump this,
 # or an older checkpoint would replay the wrong actions (2: provably idle actions are no longer offered).
-FORMAT = "kcm-explore-checkpoint/2"
+FORMAT = "kcm-explore-checkpoint/3"  # 3: fingerprints combined from the parts
 
 
 class BadCheckpoint(ValueError):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kcm.model.interface import ALWAYS, SOMETIMES, SOMETIMES_STEP, STEP, Property
+from kcm.model.interface import ALWAYS, EVENTUALLY, SOMETIMES, SOMETIMES_STEP, STEP, Property
 
 
 @dataclass
@@ -22,6 +22,10 @@ class Exploration:
     visited: Any = field(default=None, repr=False)  # the compact visited set (checkers.visited.Visited)
     violations: dict[str, list[Any]] = field(default_factory=dict)  # property -> shortest action trace
     reached: set[str] = field(default_factory=set)  # sometimes-properties reached
+    # EVENTUALLY properties violated: where the lasso's loop starts in its trace (the loop runs to the end of it;
+    # an empty loop: the run stops there with nothing fair left to do)
+    loops: dict[str, int] = field(default_factory=dict)
+    judged: set[str] = field(default_factory=set)  # EVENTUALLY properties judged on the whole graph
 
     def verdicts(self, properties: list[Property]) -> dict[str, str]:
         """Each property's verdict: holds / violated for always and step rules, reached / never reached otherwise."""
@@ -31,6 +35,9 @@ class Exploration:
                 out[p.name] = "violated" if p.name in self.violations else "holds"
             elif p.expectation in (SOMETIMES, SOMETIMES_STEP):
                 out[p.name] = "reached" if p.name in self.reached else "never reached"
+            elif p.expectation == EVENTUALLY:
+                out[p.name] = ("violated" if p.name in self.violations else "holds" if p.name in self.judged
+                               else "not judged (needs a complete exploration and its graph)")
         return out
 
     def collision_probability(self) -> float:
@@ -46,8 +53,15 @@ class Exploration:
                 "collision_probability": self.collision_probability(),
                 "bytes_per_state": round(self.bytes_per_state, 1),
                 "verdicts": self.verdicts(props),
-                "counterexamples": {name: {"length": len(trace), "scenario": model.scenario(trace)}
+                "counterexamples": {name: self._counterexample(model, name, trace)
                                     for name, trace in sorted(self.violations.items())}}
+
+    def _counterexample(self, model: Any, name: str, trace: list[Any]) -> dict[str, Any]:
+        """One counterexample for the summary; a lasso also says where its loop starts (0: the first step)."""
+        out: dict[str, Any] = {"length": len(trace), "scenario": model.scenario(trace)}
+        if name in self.loops:
+            out["loop_start"] = self.loops[name]
+        return out
 
 
 def state_checks(model: Any, state: Any, props: list[Property]) -> tuple[list[str], list[str]]:

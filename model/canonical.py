@@ -5,14 +5,28 @@ the znode's), and a znode's version only grows: a cached version below the znode
 whatever its value. So every version of a partition can be written relative to its znode's: the znode's as 1,
 every older one as 0 (the leader's ISR updates, each a new version with no new leader epoch, would otherwise
 make a data-plane run's space unbounded). A partition with no znode has its versions shifted so the lowest is 0.
+
+The shift of each part of the state (zk, ctx, replicas, inflight, zombie) depends on that part and the znodes'
+versions alone, except for partitions with no znode: `relative_part` shifts one part, so that an explorer can
+fingerprint the parts separately and memoize them (`reference/bounded.py`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from kcm.model.cluster import Cluster, ControllerContext
 from kcm.model.effects import LeaderAndIsrRequest
+
+Rel = Callable[[tuple, int], int]  # (partition, version) -> its relative version
+
+# The parts of a Cluster that hold zkVersions; the others (brokers, ghost) have none.
+VERSIONED_PARTS = ("zk", "ctx", "replicas", "inflight", "zombie")
+
+
+class NoZnode(LookupError):
+    """A version of a partition with no znode: its shift depends on every part (use relative_zk_versions)."""
 
 
 def _versions(state: Cluster) -> tuple[dict[tuple, int], dict[tuple, int]]:
@@ -37,64 +51,94 @@ def _versions(state: Cluster) -> tuple[dict[tuple, int], dict[tuple, int]]:
     return current, low
 
 
-def relative_zk_versions(state: Cluster) -> Cluster:
-    """The state with every zkVersion written relative to its partition's znode (see the module docstring)."""
-    current, low = _versions(state)
+# A part is rebuilt only when one of its versions moves; unchanged entries are kept as they are.
+def _shift_map(m: Any, rel: Rel) -> Any:
+    out = []
+    changed = False
+    for kv in m:
+        tp, lai = kv
+        v = rel(tp, lai.zk_version)
+        if v == lai.zk_version:
+            out.append(kv)
+        else:
+            out.append((tp, lai._replace(zk_version=v)))
+            changed = True
+    return tuple(out) if changed else m
 
+
+def _shift_ctx(ctx: ControllerContext | None, rel: Rel) -> ControllerContext | None:
+    if ctx is None:
+        return None
+    leadership = _shift_map(ctx.leadership, rel)
+    return ctx if leadership is ctx.leadership else ctx._replace(leadership=leadership)
+
+
+def _shift_replicas(m: Any, rel: Rel) -> Any:
+    out = []
+    changed = False
+    for kv in m:
+        k, d = kv
+        v = rel((k[0], k[1]), d.zk_version)
+        if v == d.zk_version:
+            out.append(kv)
+        else:
+            out.append((k, d._replace(zk_version=v)))
+            changed = True
+    return tuple(out) if changed else m
+
+
+def _shift_queue(queue: tuple, rel: Rel) -> tuple:
+    if all(not isinstance(r, LeaderAndIsrRequest) or rel(r.tp, r.zk_version) == r.zk_version for r in queue):
+        return queue
+    return tuple(r._replace(zk_version=rel(r.tp, r.zk_version)) if isinstance(r, LeaderAndIsrRequest) else r
+                 for r in queue)
+
+
+def _shift_inflight(inflight: Any, rel: Rel) -> Any:
+    if not inflight:
+        return inflight
+    shifted = tuple((key, _shift_queue(queue, rel)) for key, queue in inflight)
+    return inflight if all(new[1] is old[1] for new, old in zip(shifted, inflight, strict=True)) else shifted
+
+
+def _shift_zk(zk: Any, rel: Rel) -> Any:
+    partitions = _shift_map(zk.partitions, rel)
+    return zk if partitions is zk.partitions else zk._replace(partitions=partitions)
+
+
+_SHIFTS: dict[str, Callable[[Any, Rel], Any]] = {
+    "zk": _shift_zk, "ctx": _shift_ctx, "replicas": _shift_replicas, "inflight": _shift_inflight,
+    "zombie": _shift_ctx}
+
+
+def _relative(current: dict[tuple, int], low: dict[tuple, int] | None) -> Rel:
+    """The version map: a znode's version is 1, older ones 0; without a znode, shifted by `low` (None: NoZnode)."""
     def rel(tp: tuple, v: int) -> int:
         cur = current.get(tp)
         if cur is None:
+            if low is None:
+                raise NoZnode(tp)
             return v - low.get(tp, 0)
         return v - cur + 1 if v >= cur else 0
 
-    # A part is rebuilt only when one of its versions moves; unchanged entries are kept as they are.
-    def shift_map(m: Any) -> Any:
-        out = []
-        changed = False
-        for kv in m:
-            tp, lai = kv
-            v = rel(tp, lai.zk_version)
-            if v == lai.zk_version:
-                out.append(kv)
-            else:
-                out.append((tp, lai._replace(zk_version=v)))
-                changed = True
-        return tuple(out) if changed else m
+    return rel
 
-    def shift_ctx(ctx: ControllerContext | None) -> ControllerContext | None:
-        if ctx is None:
-            return None
-        leadership = shift_map(ctx.leadership)
-        return ctx if leadership is ctx.leadership else ctx._replace(leadership=leadership)
 
-    def shift_replicas(m: Any) -> Any:
-        out = []
-        changed = False
-        for kv in m:
-            k, d = kv
-            v = rel((k[0], k[1]), d.zk_version)
-            if v == d.zk_version:
-                out.append(kv)
-            else:
-                out.append((k, d._replace(zk_version=v)))
-                changed = True
-        return tuple(out) if changed else m
+def relative_part(name: str, value: Any, current: dict[tuple, int]) -> Any:
+    """One part (named as in VERSIONED_PARTS) of `relative_zk_versions(state)`, given the znodes' versions.
 
-    def shift_queue(queue: tuple) -> tuple:
-        if all(not isinstance(r, LeaderAndIsrRequest) or rel(r.tp, r.zk_version) == r.zk_version for r in queue):
-            return queue
-        return tuple(r._replace(zk_version=rel(r.tp, r.zk_version)) if isinstance(r, LeaderAndIsrRequest) else r
-                     for r in queue)
+    Equal to the same field of the whole state's canonical form; NoZnode when the part holds a version of a
+    partition that has no znode (then only `relative_zk_versions` knows the shift).
+    """
+    return _SHIFTS[name](value, _relative(current, None))
 
-    replicas = shift_replicas(state.replicas)
-    inflight = state.inflight
-    if inflight:
-        inflight = tuple((key, shift_queue(queue)) for key, queue in inflight)
-        if all(new[1] is old[1] for new, old in zip(inflight, state.inflight, strict=True)):
-            inflight = state.inflight
-    partitions = shift_map(state.zk.partitions)
-    zk = state.zk if partitions is state.zk.partitions else state.zk._replace(partitions=partitions)
-    ctx, zombie = shift_ctx(state.ctx), shift_ctx(state.zombie)
+
+def relative_zk_versions(state: Cluster) -> Cluster:
+    """The state with every zkVersion written relative to its partition's znode (see the module docstring)."""
+    current, low = _versions(state)
+    rel = _relative(current, low)
+    zk, ctx, replicas = _shift_zk(state.zk, rel), _shift_ctx(state.ctx, rel), _shift_replicas(state.replicas, rel)
+    inflight, zombie = _shift_inflight(state.inflight, rel), _shift_ctx(state.zombie, rel)
     if (zk is state.zk and ctx is state.ctx and zombie is state.zombie and replicas is state.replicas
             and inflight is state.inflight):
         return state

@@ -10,6 +10,8 @@ from __future__ import annotations
 import io
 import pickle
 import zlib
+from array import array
+from collections.abc import Sequence
 from typing import Any
 
 import xxhash
@@ -45,6 +47,37 @@ def canonical_bytes(state: Any) -> bytes:
 def fingerprint(state: Any) -> int:
     """The 64-bit fingerprint of a state: equal states, equal fingerprints, in every process."""
     return _xxh64(canonical_bytes(state))
+
+
+def combine(fingerprints: Sequence[int]) -> int:
+    """One 64-bit fingerprint of a sequence of 64-bit fingerprints (order matters)."""
+    return _xxh64(array("Q", fingerprints).tobytes())
+
+
+class PartFingerprints:
+    """Fingerprints of a record's parts, memoized by value, and the record's fingerprint combined from them.
+
+    An explorer's successive states share most of their parts (operations copy on write), so most part
+    fingerprints are one dictionary lookup; only the parts a step changed are pickled. The record's fingerprint
+    is `combine` of its parts' `fingerprint`s: a function of the value alone (stable in every process), but not
+    the same number as `fingerprint(record)`. The memo is dropped when it grows past `limit` entries per part
+    and is never pickled (a model shipped to Spark workers takes none of it along).
+    """
+
+    def __init__(self, parts: int, limit: int = 1 << 16) -> None:
+        self.memos: list[dict[Any, int]] = [{} for _ in range(parts)]
+        self.limit = limit
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"memos": [{} for _ in self.memos], "limit": self.limit}
+
+    def store(self, index: int, key: Any, part: Any) -> int:
+        """Fingerprint `part` and remember it as part `index` under `key` (callers look in `memos` first)."""
+        memo = self.memos[index]
+        if len(memo) >= self.limit:
+            memo.clear()
+        fp = memo[key] = fingerprint(part)
+        return fp
 
 
 def encode_compressed(state: Any) -> bytes:

@@ -13,22 +13,40 @@ from pathlib import Path
 from typing import Any
 
 from kcm.model import actions as A
-from kcm.model.canonical import relative_zk_versions
+from kcm.model.canonical import VERSIONED_PARTS, NoZnode, relative_part, relative_zk_versions
 from kcm.model.cluster import DELIVERY_MODES, Cluster, ClusterConfig
 from kcm.model.effects import Effects
 from kcm.model.errors import KcmError
-from kcm.model.fingerprint import fingerprint
-from kcm.model.interface import Property
+from kcm.model.fingerprint import PartFingerprints, combine, fingerprint
+from kcm.model.interface import EVENTUALLY, Property
+from kcm.model.txn import OutOfBounds
 from kcm.model.variants import SWITCHES, known_switch
 from kcm.properties import controller as controller_properties
 from kcm.properties import dataplane as dataplane_properties
+from kcm.properties import liveness as liveness_properties
 from kcm.reference import api, preferred, selectors
 
 FAMILIES = ("broker_failure", "controlled_shutdown", "controller_failover", "reassignment", "preferred",
-            "data_plane", "acks_one", "deletion", "topic_creation", "zombie_controller", "fast_bounce",
+            "data_plane", "acks_one", "consume", "deletion", "topic_creation", "zombie_controller", "fast_bounce",
             "session_expiry")
 _KEYS = {"name", "description", "brokers", "rules", "truncation", "unclean_leader_election", "min_insync_replicas",
          "topics", "late_topics", "families", "bounds", "properties", "variants", "delivery"}
+# Properties that mean something only with one of these families on. A reachability goal is left out of a config
+# that names no properties ("delivery:async": a broker meets a stale controller epoch only in a `deliver` step);
+# an EVENTUALLY property named without them is a BadConfig.
+REACHED_ONLY_WITH = {
+    "SomeReassignmentCompletes": {"reassignment"},
+    "SomeTopicDeletionCompletes": {"deletion"},
+    "SomeStaleRequestRefused": {"delivery:async"},
+    "some_record_acked": {"data_plane"},
+    "some_record_consumed": {"consume"},
+    # EVENTUALLY properties: without follower fetches nothing catches up, so every run would look stuck
+    "ReassignmentsFinish": {"data_plane"},
+    "ProducesResolve": {"data_plane"},
+}
+# What an action does in a state (`BoundedSystem.outcome`).
+NEXT, REFUSED, UNCHANGED, OUTSIDE = "next", "refused", "unchanged", "outside"
+FAIR_ACTIONS = (A.Replicate, A.Deliver, A.IsrShrink)
 _BOUNDS = {"max_failures": 1, "max_restarts": 1, "max_controller_epoch": 2, "max_leader_epoch": 3, "max_records": 1,
            "reassign_targets": [], "max_inflight": 6}
 
@@ -93,7 +111,8 @@ def validate_config(cfg: Any) -> None:
 
 def all_properties() -> list[Property]:
     """Every named property of the properties modules."""
-    return list(controller_properties.PROPERTIES) + list(dataplane_properties.PROPERTIES)
+    return (list(controller_properties.PROPERTIES) + list(dataplane_properties.PROPERTIES)
+            + list(liveness_properties.PROPERTIES))
 
 
 def preferred_election_is_idle(state: Cluster) -> bool:
@@ -124,6 +143,9 @@ def preferred_election_is_idle(state: Cluster) -> bool:
     return True
 
 
+_PART_NAMES = Cluster._fields
+
+
 class BoundedSystem:
     """The Model of one bounded configuration (see the module docstring)."""
 
@@ -140,6 +162,7 @@ class BoundedSystem:
         self.families = set(cfg.get("families", []))
         # Only a leader's own ISR writes add zkVersions without a new leader epoch (see kcm.model.canonical).
         self._leader_isr_writes = "data_plane" in self.families
+        self._parts = PartFingerprints(len(Cluster._fields))
         self.bounds = dict(_BOUNDS, **cfg.get("bounds", {}))
         self.topic_steps = [A.CreateTopic(t, tuple(sorted((int(p), tuple(r)) for p, r in a.items())))
                             for t, a in sorted(cfg.get("topics", {}).items())]
@@ -148,7 +171,15 @@ class BoundedSystem:
                            for t, a in sorted(cfg.get("late_topics", {}).items())]
         self.tps = [(c.topic, p) for c in self.topic_steps for p, _ in c.assignment]
         wanted = set(cfg.get("properties", []))
-        self._properties = [p for p in all_properties() if not wanted or p.name in wanted]
+        # A config that names its properties gets exactly those; one that names none gets every property it can
+        # reach (a reachability goal of a family that is off would only print a "never reached" that means nothing)
+        # except the EVENTUALLY ones, whose check keeps the whole graph (checkers/liveness.py): those are named.
+        self._properties = [p for p in all_properties() if p.name in wanted or not wanted and self.can_reach(p.name)
+                            and p.expectation != EVENTUALLY]
+        for p in self._properties:
+            if p.expectation == EVENTUALLY and not self.can_reach(p.name):
+                raise BadConfig(f"properties: {p.name} needs the families {sorted(REACHED_ONLY_WITH[p.name])} "
+                                f"(without them no run can settle, and the verdict would mean nothing)")
         self._targets = [tuple(x) for x in self.bounds["reassign_targets"]]
         self.settle_steps: list[Any] = []  # deliveries that settle the initial state (delivery "async")
         # Where a step may stop as soon as a write passes a bound (`successor`). The controller epoch only grows.
@@ -156,6 +187,11 @@ class BoundedSystem:
         # zombie writes from its stale cache, or a leader rewrites the ISR with its own view (data plane).
         grows = not self.families & {"deletion", "zombie_controller", "data_plane"}
         self._limits = (self.bounds["max_leader_epoch"] if grows else None, self.bounds["max_controller_epoch"])
+
+    def can_reach(self, name: str) -> bool:
+        """Whether this configuration's families and delivery can reach the named property (always true of rules)."""
+        needs = REACHED_ONLY_WITH.get(name)
+        return needs is None or bool(needs & (self.families | {"delivery:" + self.config.delivery}))
 
     def init_states(self) -> list[Cluster]:
         """The first election, then the configured topics created."""
@@ -217,6 +253,10 @@ class BoundedSystem:
                 if "acks_one" in fam:  # acks=1: the leader acknowledges alone
                     out.append(A.Produce(tp, 1, "1"))
                 lai = dict(state.zk.partitions).get(tp)
+                if "consume" in fam and lai is not None and self._consumable(state, tp, lai.leader):
+                    # A consumer reads everything below the leader's HW (from offset 0: a consumer that has read
+                    # part of it adds nothing the ghost record does not already hold).
+                    out.append(A.Consume(tp, 0))
                 if lai is not None:
                     # The leader shrinks the ISR as it sees it (under async delivery its view may be behind ZK's).
                     own = dict(state.replicas).get((tp[0], tp[1], lai.leader))
@@ -227,6 +267,19 @@ class BoundedSystem:
         if "topic_creation" in fam:
             out += [c for c in self.late_steps if not any(k[0] == c.topic for k in assignments)]
         return out
+
+    @staticmethod
+    def _consumable(state: Cluster, tp: tuple, leader: int) -> bool:
+        """Whether a consumer fetch could record something new: the leader's HW covers a record not yet consumed.
+
+        Only a filter (the reference's `consume` decides who leads and what it hands over): a fetch that would add
+        nothing to the ghost record changes nothing, and a step that changes nothing is never a transition.
+        """
+        data = dict(state.replicas).get((tp[0], tp[1], leader))
+        if data is None or data.hw == 0:
+            return False
+        seen = dict(state.ghost.consumed).get(tp, ())
+        return any((o, data.log[o]) not in seen for o in range(min(data.hw, len(data.log))))
 
     def _idle_target(self, state: Cluster, tp: tuple) -> tuple[int, ...] | None:
         """The reassignment target of tp that `reference/reassignment.py` would drop unchanged, if any.
@@ -260,13 +313,33 @@ class BoundedSystem:
         The same as `step` followed by the no-op and `within_boundary` tests, except that a step whose writes
         already pass the leader- or controller-epoch bound is stopped there instead of being run to its end.
         """
+        kind, found = self.outcome(state, action)
+        return found if kind == NEXT else None
+
+    def outcome(self, state: Cluster, action: Any) -> tuple[str, tuple[Cluster, Effects] | None]:
+        """What an action does in a state: (NEXT, (next state, effects)), or (REFUSED | UNCHANGED | OUTSIDE, None).
+
+        OUTSIDE: the step leads past the bounds (liveness checks must not take that for a disabled action).
+        """
         try:
             nxt, effects = api.step(self.config, state, action, self._limits)
+        except OutOfBounds:
+            return OUTSIDE, None
         except KcmError:
-            return None
-        if nxt == state or not self.within_boundary(nxt):
-            return None
-        return nxt, effects
+            return REFUSED, None
+        if nxt == state:
+            return UNCHANGED, None
+        if not self.within_boundary(nxt):
+            return OUTSIDE, None
+        return NEXT, (nxt, effects)
+
+    def fair(self, action: Any) -> bool:
+        """Whether weak fairness applies to the action: what brokers do on their own timers, not clients or faults.
+
+        Followers fetch, the controller's request threads deliver, and a leader drops a lagging follower from the
+        ISR (replica.lag.time.max.ms); a produce, a consumer, an admin request or a failure may never come.
+        """
+        return isinstance(action, FAIR_ACTIONS)
 
     def properties(self) -> list[Property]:
         """The properties this configuration checks."""
@@ -285,8 +358,38 @@ class BoundedSystem:
         return all(len(r.log) <= self.bounds["max_records"] for _, r in state.replicas)
 
     def fingerprint(self, state: Cluster) -> int:
-        """The stable 64-bit fingerprint (of the canonical form when leaders update ISRs themselves)."""
-        return fingerprint(relative_zk_versions(state) if self._leader_isr_writes else state)
+        """The stable 64-bit fingerprint (of the canonical form when leaders update ISRs themselves).
+
+        Combined from the fingerprints of the state's parts, each memoized by value: a successor shares most
+        parts with its parent, so only the parts a step changed are serialized. Under the canonical form a
+        versioned part's key also holds the znodes' versions, which its relative versions depend on.
+        """
+        memos = self._parts.memos
+        if not self._leader_isr_writes:
+            fps = []
+            for i, part in enumerate(state):
+                fp = memos[i].get(part)
+                fps.append(self._parts.store(i, part, part) if fp is None else fp)
+            return combine(fps)
+        versions = tuple((tp, lai.zk_version) for tp, lai in state.zk.partitions)
+        fps = []
+        current = None
+        for i, part in enumerate(state):
+            name = _PART_NAMES[i]
+            key = (part, versions) if name in VERSIONED_PARTS else part
+            fp = memos[i].get(key)
+            if fp is None:
+                if name in VERSIONED_PARTS:
+                    current = current or dict(versions)
+                    try:
+                        shifted = relative_part(name, part, current)
+                    except NoZnode:  # a deleted partition's versions: shifted by the lowest one in any part
+                        return combine([fingerprint(p) for p in relative_zk_versions(state)])
+                else:
+                    shifted = part
+                fp = self._parts.store(i, key, shifted)
+            fps.append(fp)
+        return combine(fps)
 
     def scenario(self, actions: list[Any]) -> dict[str, Any]:
         """A `kcm run` scenario that replays a trace of this system from its initial state."""

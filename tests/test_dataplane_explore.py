@@ -177,3 +177,43 @@ def test_kafka_7128_variant_is_found_by_the_explorer_and_the_fix_holds() -> None
 def test_variants_key_is_checked() -> None:
     with pytest.raises(BadConfig, match="variants"):
         BoundedSystem({**SMALL, "variants": "KAFKA-7128"})
+
+
+def test_consumer_reads_are_explored_only_with_the_consume_family() -> None:
+    # Without a consumer nothing is ever consumed: the reachability goal is left out rather than "never reached".
+    plain = BoundedSystem(SMALL)
+    assert "some_record_consumed" not in {p.name for p in plain.properties()}
+    consuming = BoundedSystem({**SMALL, "families": SMALL["families"] + ["consume"]})
+    committed = plain.init_states()[0]
+    for action in (A.Produce(TP), A.Replicate(TP), A.Replicate(TP)):
+        committed = plain.next_state(committed, action)
+    assert A.Consume(TP, 0) not in plain.actions(committed) and A.Consume(TP, 0) in consuming.actions(committed)
+    read = consuming.next_state(committed, A.Consume(TP, 0))
+    assert read is not None and A.Consume(TP, 0) not in consuming.actions(read)  # nothing new left to read
+    found = bfs.explore(consuming)
+    assert found.complete and found.violations == {}
+    assert {"some_record_consumed", "some_record_acked"} <= found.reached
+
+
+def test_unclean_election_loses_a_consumed_record() -> None:
+    # A record committed with the ISR shrunk to the leader is read by a consumer; the leader dies and the stale
+    # follower is elected uncleanly: the consumer has seen a record the log no longer holds.
+    cfg = {**SMALL, "families": SMALL["families"] + ["consume"], "unclean_leader_election": True}
+    found = bfs.explore(BoundedSystem(cfg))
+    trace = found.violations["consumed_records_survive"]
+    assert len(trace) == 4 and trace[-1] == A.BrokerFail(0) and trace[-2] == A.Consume(TP, 0)
+    assert sorted(map(repr, trace[:2])) == sorted(map(repr, [A.Produce(TP), A.IsrShrink(TP, 1)]))  # either order
+
+
+def test_reachability_goals_follow_the_families() -> None:
+    from kcm.reference.bounded import REACHED_ONLY_WITH, all_properties
+
+    assert set(REACHED_ONLY_WITH) <= {p.name for p in all_properties()}
+    names = {p.name for p in BoundedSystem(SMALL).properties()}
+    assert "some_record_acked" in names and "SomeReassignmentCompletes" not in names
+    assert "SomeStaleRequestRefused" not in names and "SomeTopicDeletionCompletes" not in names
+    asynchronous = BoundedSystem({**SMALL, "delivery": "async"})
+    assert "SomeStaleRequestRefused" in {p.name for p in asynchronous.properties()}
+    # A config that names a goal gets it checked (and reported) whatever its families.
+    named = BoundedSystem({**SMALL, "properties": ["SomeTopicDeletionCompletes"]})
+    assert [p.name for p in named.properties()] == ["SomeTopicDeletionCompletes"]

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from kcm.checkers import checkpoint, spark_bfs, walk
+from kcm.checkers import checkpoint, liveness, spark_bfs, walk
 from kcm.checkers.bfs import Progress
 from kcm.checkers.checkpoint import BadCheckpoint, Checkpointer
 from kcm.checkers.symmetry import SymmetricModel
@@ -117,6 +117,8 @@ def main(args: argparse.Namespace) -> int:
         except (OSError, BadCheckpoint) as err:
             print(f"kcm explore: {err}", file=sys.stderr)
             return 2
+    if args.walks is None:  # a walk sees no whole graph: its EVENTUALLY verdicts stay "not judged"
+        liveness.add_verdicts(found, model, args.max_states)
     summary = found.to_json(explored)
     summary["config"] = model.cfg.get("name", args.config)
     if explored is not model:
@@ -153,7 +155,16 @@ def _text(s: dict) -> str:
              "  properties:"]
     lines += [f"    {name:34} {verdict}" for name, verdict in s["verdicts"].items()]
     for name, cex in s["counterexamples"].items():
-        lines.append(f"  counterexample to {name} ({cex['length']} steps after set-up), as a `kcm run` scenario:")
-        for i, step in enumerate(cex["scenario"]["steps"]):
-            lines.append(f"    {i:2}. {json.dumps(step)}")
+        steps = cex["scenario"]["steps"]
+        loop = len(steps) - cex["length"] + cex["loop_start"] if "loop_start" in cex else None
+        if loop is None:
+            lines.append(f"  counterexample to {name} ({cex['length']} steps after set-up), as a `kcm run` scenario:")
+        elif loop == len(steps):
+            lines.append(f"  counterexample to {name}: after these {cex['length']} steps (after set-up) the cluster "
+                         f"stays unsettled with no fair step left to take; as a `kcm run` scenario:")
+        else:
+            lines.append(f"  counterexample to {name}: a lasso of {cex['length']} steps after set-up; the steps from "
+                         f"{loop} on repeat forever, fairly; as a `kcm run` scenario of one pass:")
+        for i, step in enumerate(steps):
+            lines.append(f"    {i:2}. {json.dumps(step)}{'   <- the loop starts here' if i == loop else ''}")
     return "\n".join(lines)

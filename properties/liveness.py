@@ -1,0 +1,47 @@
+"""Liveness: what the cluster must eventually get done, under weak fairness of the brokers' own timers.
+
+Each condition names a *settled* state. An EVENTUALLY property holds when no fair run stays unsettled forever:
+once faults and admin requests stop, followers keep fetching, the controller's requests keep arriving and
+leaders keep dropping lagging followers (`BoundedSystem.fair`), and then the cluster settles. Kafka itself
+waits, by design, while a broker it needs is down: those states count as settled (the wait is not the
+controller's fault), as the conditions say. `checkers/liveness.py` judges them on the explored graph.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kcm.model.cluster import Cluster
+from kcm.model.interface import EVENTUALLY, Property, named
+from kcm.reference.dataplane import leader_log
+
+
+def _up(state: Cluster) -> set[int]:
+    """Brokers alive and not shutting down."""
+    return {b for b, s in state.brokers if s.alive and not s.shutting_down}
+
+
+def reassignments_finish(model: Any, state: Cluster) -> bool:
+    """Every reassignment in flight finishes, unless a broker of its target is down or the partition has no leader."""
+    up = _up(state)
+    led = {tp for tp, lai in state.zk.partitions if lai.leader in up}
+    return all(tp not in led or not set(r.target) <= up for tp, r in state.ctx.reassignments)
+
+
+def deletions_finish(model: Any, state: Cluster) -> bool:
+    """Every topic queued for deletion is deleted, unless a broker holding one of its replicas is down."""
+    up = _up(state)
+    return all(any(b not in up for tp, ar in state.ctx.assignments if tp[0] == topic for b in ar)
+               for topic in state.ctx.topics_to_delete)
+
+
+def produces_resolve(model: Any, state: Cluster) -> bool:
+    """Every acks=all produce is acknowledged or fails, unless its partition has no acting leader."""
+    return all(leader_log(state, tp) is None for tp, _ in state.ghost.pending)
+
+
+PROPERTIES: list[Property] = [
+    named("ReassignmentsFinish", EVENTUALLY, reassignments_finish),
+    named("DeletionsFinish", EVENTUALLY, deletions_finish),
+    named("ProducesResolve", EVENTUALLY, produces_resolve),
+]
