@@ -118,6 +118,16 @@ class Draft:
     def __init__(self, base: Any) -> None:
         self._base = base
 
+    def lookup(self, name: str, key: Any, default: Any = None) -> Any:
+        """The value under key in the map field `name` (default if absent), without thawing the field to read it."""
+        fields = self.__dict__
+        if name in fields:
+            return fields[name].get(key, default)
+        for k, value in fields["_base"][self._SPEC[name][0]]:
+            if k == key:
+                return value
+        return default
+
     def discard(self, name: str, key: Any) -> None:
         """Remove key from the map field `name` if it is there, without thawing the field when it is not."""
         fields = self.__dict__
