@@ -65,6 +65,7 @@ _tuple_new = tuple.__new__
 if tuple(len(r._fields) for r in (Cluster, Effects, StateChange)) != (7, 4, 4):
     raise ImportError("kcm.model.txn: the Cluster, Effects or StateChange fields changed; update Txn.commit")
 _PLAIN, _MAP, _SET = 0, 1, 2  # how a Draft thaws a field: as it is, to a dict, to a set
+_UNSET = object()  # a field not thawed yet
 
 
 class _Thaw:
@@ -118,6 +119,9 @@ class Draft:
     def __init__(self, base: Any) -> None:
         self._base = base
 
+    # Reads that leave a field frozen: an operation that only looks at a map or a set then costs neither the copy
+    # nor the comparison at freeze time (most fields an operation reads, it does not change).
+
     def lookup(self, name: str, key: Any, default: Any = None) -> Any:
         """The value under key in the map field `name` (default if absent), without thawing the field to read it."""
         fields = self.__dict__
@@ -128,13 +132,42 @@ class Draft:
                 return value
         return default
 
-    def discard(self, name: str, key: Any) -> None:
-        """Remove key from the map field `name` if it is there, without thawing the field when it is not."""
+    def has(self, name: str, key: Any) -> bool:
+        """Whether the map field `name` has key, or the set field `name` has it as a member, without thawing it."""
         fields = self.__dict__
         if name in fields:
-            fields[name].pop(key, None)
-        elif any(k == key for k, _ in fields["_base"][self._SPEC[name][0]]):
-            getattr(self, name).pop(key, None)
+            return key in fields[name]
+        i, kind = self._SPEC[name]
+        if kind == _SET:
+            return key in fields["_base"][i]
+        return any(k == key for k, _ in fields["_base"][i])
+
+    def peek(self, name: str) -> Any:
+        """The field to read without changing it: the working dict or set once thawed, else the frozen tuple.
+
+        Either form iterates over the same members (a frozen map: its (key, value) pairs; `dict(...)` and `set(...)`
+        take both), but only the thawed one is in any particular order.
+        """
+        fields = self.__dict__
+        value = fields.get(name, _UNSET)
+        return fields["_base"][self._SPEC[name][0]] if value is _UNSET else value
+
+    def sorted_items(self, name: str) -> Any:
+        """The (key, value) pairs of the map field `name` in key order, without thawing it to read them."""
+        fields = self.__dict__
+        if name in fields:
+            return sorted(fields[name].items())
+        return fields["_base"][self._SPEC[name][0]]  # a frozen map is sorted already
+
+    def discard(self, name: str, key: Any) -> None:
+        """Remove key from the map field `name` (a member from the set field), without thawing it when absent."""
+        if name not in self.__dict__ and not self.has(name, key):
+            return
+        value = getattr(self, name)
+        if type(value) is set:
+            value.discard(key)
+        else:
+            value.pop(key, None)
 
     def freeze(self) -> Any:
         """The immutable record: the base itself when nothing differs, else a copy with the changed fields."""
@@ -237,6 +270,16 @@ class Txn:
         self.state_changes: list[StateChange] = []
         self.notes: list[str] = []
         self.result: Any = None
+
+    def lookup(self, name: str, key: Any, default: Any = None) -> Any:
+        """The value under key in the Cluster map `name` (brokers, replicas, inflight) without thawing it."""
+        fields = self.__dict__
+        if name in fields:
+            return fields[name].get(key, default)
+        for k, value in getattr(fields["base"], name):
+            if k == key:
+                return value
+        return default
 
     # -- the two state machines: every change goes through the table ---------------------------
 

@@ -47,20 +47,20 @@ def _key(tp: tuple, broker: int) -> tuple:
 
 
 def _alive(t: Txn, broker: int) -> bool:
-    state = t.brokers.get(broker)
+    state = t.lookup("brokers", broker)
     return state is not None and state.alive
 
 
 def _known(t: Txn, tp: tuple) -> None:
     """UnknownTopicOrPartition unless the partition exists at this moment."""
-    if tp not in t.zk.assignments:
+    if not t.zk.has("assignments", tp):
         raise UnknownTopicOrPartition(f"partition {tp_name(tp)} does not exist")
 
 
 def acting_leader(t: Txn, tp: tuple) -> int:
     """The broker clients reach as leader: the znode's leader, live, and leading by its last LeaderAndIsr."""
     _known(t, tp)
-    lai = t.zk.partitions.get(tp)
+    lai = t.zk.lookup("partitions", tp)
     if lai is None or lai.leader == NO_LEADER:
         raise NotLeaderOrFollower(f"partition {tp_name(tp)} has no leader")
     leader = lai.leader
@@ -288,8 +288,13 @@ def consume(t: Txn, a: Consume) -> None:
 
 def _forget_old_incarnation(t: Txn, tp: tuple, broker: int) -> None:
     """A first, empty replica of a partition with no other replica left is a new topic: drop the old one's history."""
-    if t.replicas[_key(tp, broker)].log or any(k[:2] == tp and k[2] != broker for k in t.replicas):
+    replicas = t.replicas
+    if replicas[(tp[0], tp[1], broker)][0]:
         return
+    topic, partition = tp
+    for k in replicas:
+        if k[1] == partition and k[0] == topic and k[2] != broker:
+            return
     for name in ("acked", "consumed", "pending"):
         t.ghost.discard(name, tp)  # most partitions have none: no thaw, no freeze
 

@@ -91,6 +91,6 @@ def elect_leader(t: Txn, tp: tuple, selector: str) -> bool:
 
 def trigger_online_partition_state_change(t: Txn) -> None:
     """Every NewPartition and OfflinePartition not being deleted -> OnlinePartition (offline selector)."""
-    tps = [tp for tp, s in sorted(t.ctx.partition_states.items())
+    tps = [tp for tp, s in t.ctx.sorted_items("partition_states")
            if s in (P.NEW, P.OFFLINE) and not is_deleting(t, tp[0])]
     handle_partition_changes(t, tps, P.ONLINE, selectors.OFFLINE)

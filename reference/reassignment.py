@@ -19,7 +19,7 @@ from kcm.reference.replica_machine import handle_replica_changes
 def reassign(t: Txn, a: Reassign) -> None:
     """Write /admin/reassign_partitions and start (or replace, rule 9) the partition's reassignment."""
     tp = a.tp
-    if tp not in t.zk.assignments or tp[0] in t.zk.delete_topics:
+    if not t.zk.has("assignments", tp) or t.zk.has("delete_topics", tp[0]):
         raise UnknownTopicOrPartition(f"partition {tp_name(tp)} does not exist")
     target = tuple(a.replicas)
     registered = set(t.config.brokers)
@@ -106,7 +106,7 @@ def on_isr_change(t: Txn, tp: tuple) -> None:
     if not has_controller(t):
         return
     leadership.refresh_from_zk(t, tp)
-    r = t.ctx.reassignments.get(tp)
+    r = t.ctx.lookup("reassignments", tp)
     lai = t.ctx.leadership.get(tp)
     if r is not None and lai is not None and all(b in lai.isr for b in r.target):
         complete(t, tp, r)

@@ -16,6 +16,7 @@ from kcm.model.actions import Deliver
 from kcm.model.cluster import NO_LEADER, BrokerState, ReplicaData
 from kcm.model.effects import LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest
 from kcm.model.errors import NoRequestInFlight
+from kcm.model.fmap import EMPTY
 from kcm.model.names import tp_name
 from kcm.model.txn import Txn
 from kcm.reference import hooks
@@ -26,6 +27,11 @@ if BrokerState._fields.index("controller_epoch") != 2:
 # flush builds requests with tuple.__new__, which fills in no defaults: it must be given every field of each.
 if tuple(len(r._fields) for r in (LeaderAndIsrRequest, UpdateMetadataRequest, StopReplicaRequest)) != (8, 3, 4):
     raise ImportError("kcm.reference.requests: the request records' fields changed; update flush")
+# A broker's replica record is rebuilt positionally too (LeaderAndIsr, StopReplica): every field, in this order.
+if ReplicaData._fields != ("log", "hw", "leader", "leader_epoch", "isr", "zk_version", "replicas", "remote_leo",
+                           "truncating"):
+    raise ImportError("kcm.reference.requests: ReplicaData's fields changed; update _apply_leader_and_isr")
+_new = tuple.__new__
 
 
 class RequestBatch:
@@ -60,7 +66,7 @@ def add_leader_and_isr(t: Txn, brokers: Any, tp: tuple, replicas: tuple[int, ...
     queued = (t.request_batch or batch(t)).leader_and_isr
     for broker in brokers:
         queued[(broker, tp)] = (broker, tp, lai, ar)
-    add_update_metadata(t, ctx.live_brokers, (tp,))
+    add_update_metadata(t, ctx.peek("live_brokers"), (tp,))  # in any order: flush sends by broker
 
 
 def add_update_metadata(t: Txn, brokers: Any, tps: Any) -> None:
@@ -184,10 +190,11 @@ def _apply_leader_and_isr(t: Txn, req: LeaderAndIsrRequest) -> bool:
         return False
     isr, replicas = tuple(sorted(req.isr)), tuple(req.replicas)
     if data is None:
-        t.replicas[key] = ReplicaData((), 0, req.leader, req.leader_epoch, isr, req.zk_version, replicas)
+        t.replicas[key] = _new(ReplicaData, ((), 0, req.leader, req.leader_epoch, isr, req.zk_version, replicas,
+                                             EMPTY, False))
     else:
-        t.replicas[key] = ReplicaData(data.log, data.hw, req.leader, req.leader_epoch, isr, req.zk_version, replicas,
-                                      data.remote_leo, data.truncating)
+        t.replicas[key] = _new(ReplicaData, (data[0], data[1], req.leader, req.leader_epoch, isr, req.zk_version,
+                                             replicas, data[7], data[8]))
     if req.leader == req.broker:
         hooks.call("become_leader", t, req.tp, req.broker)
     elif req.leader != NO_LEADER:
@@ -204,4 +211,4 @@ def _apply_stop_replica(t: Txn, req: StopReplicaRequest) -> None:
     if req.delete:
         del t.replicas[key]
     else:
-        t.replicas[key] = data._replace(leader=NO_LEADER)
+        t.replicas[key] = _new(ReplicaData, (data[0], data[1], NO_LEADER, *data[3:]))
