@@ -48,7 +48,12 @@ def freeze_map(d: dict[Any, Any], original: tuple) -> tuple:
     """
     if not d:
         return original if not original else ()
-    new = tuple(sorted(d.items()))
+    # A dict thawed from `original` keeps its key order while no key is added: unchanged, its pairs are already
+    # `original`'s, found without sorting.
+    new = tuple(d.items())
+    if new == original:
+        return original
+    new = tuple(sorted(new))
     return original if new == original else new
 
 
@@ -140,7 +145,10 @@ class Draft:
         i, kind = self._SPEC[name]
         if kind == _SET:
             return key in fields["_base"][i]
-        return any(k == key for k, _ in fields["_base"][i])
+        for k, _ in fields["_base"][i]:
+            if k == key:
+                return True
+        return False
 
     def peek(self, name: str) -> Any:
         """The field to read without changing it: the working dict or set once thawed, else the frozen tuple.
@@ -190,7 +198,10 @@ class Draft:
                         continue
                     new = ()
                 else:
-                    new = tuple(sorted(new.items()))
+                    new = tuple(new.items())  # in key order unless a key was added (see freeze_map)
+                    if new == old:
+                        continue
+                    new = tuple(sorted(new))
                     if new == old:
                         continue
             elif kind == _SET:
