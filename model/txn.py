@@ -292,6 +292,11 @@ class Txn:
                 return value
         return default
 
+    def items(self, name: str) -> Any:
+        """The (key, value) pairs of the Cluster map `name` without thawing it; the map may be written meanwhile."""
+        fields = self.__dict__
+        return list(fields[name].items()) if name in fields else getattr(fields["base"], name)
+
     # -- the two state machines: every change goes through the table ---------------------------
 
     def partition_state(self, tp: tuple) -> str:

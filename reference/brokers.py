@@ -110,7 +110,7 @@ def session_expiry(t: Txn, a: SessionExpiry) -> None:
 
 def on_broker_startup(t: Txn, new: set[int]) -> None:
     """UpdateMetadata to the new brokers, their replicas online, elections, reassignments and deletions resumed."""
-    requests.add_update_metadata(t, sorted(new), sorted(t.ctx.assignments))
+    requests.add_update_metadata(t, sorted(new), [tp for tp, _ in t.ctx.sorted_items("assignments")])
     requests.flush(t)
     replicas = replicas_on(t, new)
     handle_replica_changes(t, [r for r in replicas if not is_deleting(t, r[0][0])], R.ONLINE)
@@ -163,7 +163,7 @@ def on_broker_failure(t: Txn, dead: set[int]) -> None:
     for topic in sorted({tp[0] for tp, _ in replicas if is_deleting(t, tp[0])}):
         resume_deletion(t, topic)
     if not leaderless:
-        requests.add_update_metadata(t, sorted(t.ctx.live_brokers), ())
+        requests.add_update_metadata(t, sorted(t.ctx.peek("live_brokers")), ())
         requests.flush(t)
 
 

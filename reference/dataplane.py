@@ -328,7 +328,7 @@ def become_follower(t: Txn, tp: tuple, broker: int) -> None:
 
 def on_broker_crash(t: Txn, broker: int) -> None:
     """The broker's process dies: its in-memory follower LEOs go; logs and checkpointed HWs stay on disk."""
-    for key, data in list(t.replicas.items()):
+    for key, data in t.items("replicas"):
         if key[2] == broker and data.remote_leo:
             t.replicas[key] = _new(ReplicaData, (*data[:7], EMPTY, data[8]))
 
@@ -337,7 +337,7 @@ def on_broker_restart(t: Txn, broker: int) -> None:
     """Log recovery at startup: before KIP-101 every local log is truncated to its checkpointed HW."""
     if not truncation.truncates_on_restart(t.config.truncation):
         return
-    for key, data in list(t.replicas.items()):
+    for key, data in t.items("replicas"):
         if key[2] == broker and data.leo > data.hw:
             t.replicas[key] = _truncated(data, data.hw)
 

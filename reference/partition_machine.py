@@ -74,7 +74,7 @@ def choose(t: Txn, tp: tuple, selector: str, isr: tuple[int, ...]) -> selectors.
     if selector == selectors.PREFERRED:
         return selectors.preferred(ar, isr, live)
     if selector == selectors.CONTROLLED_SHUTDOWN:
-        return selectors.controlled_shutdown(ar, isr, t.ctx.live_brokers, t.ctx.shutting_down)
+        return selectors.controlled_shutdown(ar, isr, t.ctx.peek("live_brokers"), t.ctx.peek("shutting_down"))
     raise ValueError(f"unknown selector {selector!r}; known: {', '.join(selectors.NAMES)}")
 
 

@@ -92,9 +92,9 @@ def complete(t: Txn, tp: tuple, r: Reassignment) -> None:
     t.zk.reassign_partitions.pop(tp, None)  # step 11
     t.zk.reassign_original = remove(t.zk.reassign_original, tp)
     t.ctx.reassignments.pop(tp, None)
-    requests.add_update_metadata(t, sorted(t.ctx.live_brokers), (tp,))  # step 12
+    requests.add_update_metadata(t, sorted(t.ctx.peek("live_brokers")), (tp,))  # step 12
     requests.flush(t)
-    if tp[0] in t.ctx.topics_ineligible:
+    if t.ctx.has("topics_ineligible", tp[0]):
         from kcm.reference.topics import resume_deletion
 
         t.ctx.topics_ineligible.discard(tp[0])

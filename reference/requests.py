@@ -143,8 +143,9 @@ def deliver_next(t: Txn, a: Deliver) -> None:
 
 def drop_inflight(t: Txn, broker: int) -> None:
     """The broker's connections are gone (it died or restarted): requests queued for it are lost."""
-    for key in [k for k in t.inflight if k[0] == broker]:
-        del t.inflight[key]
+    for key, _ in t.items("inflight"):
+        if key[0] == broker:
+            del t.inflight[key]
 
 
 def deliver(t: Txn, req: Any) -> bool:
