@@ -31,7 +31,7 @@ from kcm.model.errors import (
 from kcm.model.fmap import EMPTY
 from kcm.model.names import tp_name
 from kcm.model.txn import Txn
-from kcm.reference import truncation
+from kcm.reference import reassignment, truncation
 
 # Replica records are rebuilt on every fetch, produce and LeaderAndIsr: from all their fields in order, with
 # tuple.__new__ (what the NamedTuple's constructor does, minus its Python-level __new__ and _replace's keyword
@@ -123,11 +123,7 @@ def _write_isr(t: Txn, tp: tuple, leader: int, isr: tuple[int, ...]) -> None:
     log, hw, lead, leader_epoch, _, _, replicas, remote_leo, truncating = data
     t.replicas[_key(tp, leader)] = _new(ReplicaData, (log, hw, lead, leader_epoch, isr, lai.zk_version + 1, replicas,
                                                       remote_leo, truncating))
-    try:
-        from kcm.reference.reassignment import on_isr_change
-    except ImportError:
-        return
-    on_isr_change(t, tp)
+    reassignment.on_isr_change(t, tp)
 
 
 # -- client and follower requests -----------------------------------------------------------------
