@@ -48,7 +48,12 @@ def freeze_map(d: dict[Any, Any], original: tuple) -> tuple:
     """
     if not d:
         return original if not original else ()
-    new = tuple(sorted(d.items()))
+    # A dict thawed from `original` keeps its key order while no key is added: unchanged, its pairs are already
+    # `original`'s, found without sorting.
+    new = tuple(d.items())
+    if new == original:
+        return original
+    new = tuple(sorted(new))
     return original if new == original else new
 
 
@@ -65,6 +70,34 @@ _tuple_new = tuple.__new__
 if tuple(len(r._fields) for r in (Cluster, Effects, StateChange)) != (7, 4, 4):
     raise ImportError("kcm.model.txn: the Cluster, Effects or StateChange fields changed; update Txn.commit")
 _PLAIN, _MAP, _SET = 0, 1, 2  # how a Draft thaws a field: as it is, to a dict, to a set
+_UNSET = object()  # a field not thawed yet
+
+
+class _Thaw:
+    """A field of a working copy read from its base record on first access and kept (as a dict, a set, or as it is).
+
+    A non-data descriptor: once the field is in the instance's __dict__ (thawed, or assigned by an operation),
+    attribute lookup finds it there and never calls __get__ again. Unlike a __getattr__ fallback, the first read
+    raises and catches no AttributeError, which makes it the cheaper of the two on this path (a dozen per step).
+    """
+
+    __slots__ = ("name", "index", "kind", "source")
+
+    def __init__(self, name: str, index: int, kind: int, source: str = "_base") -> None:
+        self.name, self.index, self.kind, self.source = name, index, kind, source
+
+    def __get__(self, draft: Any, owner: Any = None) -> Any:
+        if draft is None:
+            return self
+        fields = draft.__dict__
+        value = fields[self.source][self.index]
+        kind = self.kind
+        if kind == _MAP:
+            value = dict(value)
+        elif kind == _SET:
+            value = set(value)
+        fields[self.name] = value
+        return value
 
 
 class Draft:
@@ -77,38 +110,72 @@ class Draft:
     _MAPS: frozenset[str] = frozenset()
     _SETS: frozenset[str] = frozenset()
     _INDEX: dict[str, int] = {}  # field name -> position in the record
-    _SPEC: dict[str, tuple[int, int]] = {}  # field name -> (position, _PLAIN / _MAP / _SET), one lookup per thaw
+    _SPEC: dict[str, tuple[int, int]] = {}  # field name -> (position, _PLAIN / _MAP / _SET), one lookup per freeze
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls._SPEC = {name: (i, _MAP if name in cls._MAPS else _SET if name in cls._SETS else _PLAIN)
                      for name, i in cls._INDEX.items()}
+        for name, (i, kind) in cls._SPEC.items():
+            if hasattr(cls, name):
+                raise TypeError(f"{cls.__name__}: field {name!r} would hide an attribute of the class")
+            setattr(cls, name, _Thaw(name, i, kind))
 
     def __init__(self, base: Any) -> None:
         self._base = base
 
-    def __getattr__(self, name: str) -> Any:
-        # Called only for a field not materialized yet: thaw it from the base record and keep the copy.
-        spec = self._SPEC.get(name)
-        if spec is None:
-            raise AttributeError(name)
-        fields = self.__dict__
-        value = fields["_base"][spec[0]]
-        kind = spec[1]
-        if kind == _MAP:
-            value = dict(value)
-        elif kind == _SET:
-            value = set(value)
-        fields[name] = value
-        return value
+    # Reads that leave a field frozen: an operation that only looks at a map or a set then costs neither the copy
+    # nor the comparison at freeze time (most fields an operation reads, it does not change).
 
-    def discard(self, name: str, key: Any) -> None:
-        """Remove key from the map field `name` if it is there, without thawing the field when it is not."""
+    def lookup(self, name: str, key: Any, default: Any = None) -> Any:
+        """The value under key in the map field `name` (default if absent), without thawing the field to read it."""
         fields = self.__dict__
         if name in fields:
-            fields[name].pop(key, None)
-        elif any(k == key for k, _ in fields["_base"][self._SPEC[name][0]]):
-            getattr(self, name).pop(key, None)
+            return fields[name].get(key, default)
+        for k, value in fields["_base"][self._SPEC[name][0]]:
+            if k == key:
+                return value
+        return default
+
+    def has(self, name: str, key: Any) -> bool:
+        """Whether the map field `name` has key, or the set field `name` has it as a member, without thawing it."""
+        fields = self.__dict__
+        if name in fields:
+            return key in fields[name]
+        i, kind = self._SPEC[name]
+        if kind == _SET:
+            return key in fields["_base"][i]
+        for k, _ in fields["_base"][i]:
+            if k == key:
+                return True
+        return False
+
+    def peek(self, name: str) -> Any:
+        """The field to read without changing it: the working dict or set once thawed, else the frozen tuple.
+
+        Either form iterates over the same members (a frozen map: its (key, value) pairs; `dict(...)` and `set(...)`
+        take both), but only the thawed one is in any particular order.
+        """
+        fields = self.__dict__
+        value = fields.get(name, _UNSET)
+        return fields["_base"][self._SPEC[name][0]] if value is _UNSET else value
+
+    def sorted_items(self, name: str) -> Any:
+        """The (key, value) pairs of the map field `name` in key order, without thawing it to read them."""
+        fields = self.__dict__
+        if name in fields:
+            return sorted(fields[name].items())
+        return fields["_base"][self._SPEC[name][0]]  # a frozen map is sorted already
+
+    def discard(self, name: str, key: Any) -> None:
+        """Remove key from the map field `name` (a member from the set field), without thawing it when absent."""
+        if name not in self.__dict__ and not self.has(name, key):
+            return
+        value = getattr(self, name)
+        if type(value) is set:
+            value.discard(key)
+        else:
+            value.pop(key, None)
 
     def freeze(self) -> Any:
         """The immutable record: the base itself when nothing differs, else a copy with the changed fields."""
@@ -131,7 +198,10 @@ class Draft:
                         continue
                     new = ()
                 else:
-                    new = tuple(sorted(new.items()))
+                    new = tuple(new.items())  # in key order unless a key was added (see freeze_map)
+                    if new == old:
+                        continue
+                    new = tuple(sorted(new))
                     if new == old:
                         continue
             elif kind == _SET:
@@ -185,10 +255,6 @@ class OutOfBounds(KcmError):
     name = "OutOfBounds"
 
 
-# Cluster-level maps a Txn thaws to dicts on first access.
-_TXN_MAPS = frozenset(("brokers", "replicas", "inflight"))
-
-
 class Txn:
     """Drafts of every part of a Cluster plus the effects emitted so far."""
 
@@ -197,6 +263,11 @@ class Txn:
     # end in lies outside the explored boundary anyway; None (the default): every step runs to its end.
     max_leader_epoch: int | None = None
     max_controller_epoch: int | None = None
+    # brokers: dict[int, BrokerState], replicas: dict[tuple, ReplicaData] and inflight: dict[tuple[int, int],
+    # tuple] are thawed from the base state on first access.
+    brokers: Any = _Thaw("brokers", Cluster._fields.index("brokers"), _MAP, "base")
+    replicas: Any = _Thaw("replicas", Cluster._fields.index("replicas"), _MAP, "base")
+    inflight: Any = _Thaw("inflight", Cluster._fields.index("inflight"), _MAP, "base")
 
     def __init__(self, config: ClusterConfig, state: Cluster) -> None:
         self.config = config
@@ -211,14 +282,20 @@ class Txn:
         self.notes: list[str] = []
         self.result: Any = None
 
-    # brokers: dict[int, BrokerState], replicas: dict[tuple, ReplicaData] and inflight: dict[tuple[int, int],
-    # tuple] are thawed from the base state by __getattr__ on first access.
-    def __getattr__(self, name: str) -> Any:
-        if name not in _TXN_MAPS:
-            raise AttributeError(name)
-        value = dict(getattr(self.__dict__["base"], name))
-        self.__dict__[name] = value
-        return value
+    def lookup(self, name: str, key: Any, default: Any = None) -> Any:
+        """The value under key in the Cluster map `name` (brokers, replicas, inflight) without thawing it."""
+        fields = self.__dict__
+        if name in fields:
+            return fields[name].get(key, default)
+        for k, value in getattr(fields["base"], name):
+            if k == key:
+                return value
+        return default
+
+    def items(self, name: str) -> Any:
+        """The (key, value) pairs of the Cluster map `name` without thawing it; the map may be written meanwhile."""
+        fields = self.__dict__
+        return list(fields[name].items()) if name in fields else getattr(fields["base"], name)
 
     # -- the two state machines: every change goes through the table ---------------------------
 

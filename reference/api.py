@@ -6,7 +6,6 @@ handler works on a Txn that is simply dropped.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from typing import Any
 
@@ -15,21 +14,18 @@ from kcm.model.cluster import Cluster, ClusterConfig, initial_cluster
 from kcm.model.effects import Effects
 from kcm.model.errors import KcmError
 from kcm.model.txn import Txn
-from kcm.reference import brokers, controller, direct, preferred, reassignment, requests, topics, zombie
+from kcm.reference import brokers, controller, direct, hooks, preferred, reassignment, requests, topics, zombie
 
 Handler = Callable[[Txn, Any], None]
 
 
 def _dataplane(name: str) -> Handler:
     def handler(t: Txn, action: Any) -> None:
-        try:
-            module = importlib.import_module("kcm.reference.dataplane")
-        except ModuleNotFoundError as err:
-            if err.name != "kcm.reference.dataplane":
-                raise
+        module = hooks.dataplane_module()  # imported once, not per step
+        if module is None:
             # Refused like any other step (nothing applied) until the data plane module is installed.
-            raise KcmError(f"{type(action).__name__}: kcm.reference.dataplane is not installed") from None
-        getattr(module, name)(t, action)
+            raise KcmError(f"{type(action).__name__}: kcm.reference.dataplane is not installed")
+        getattr(module, name)(t, action)  # looked up per call: a patched data plane function is the one called
 
     handler.__name__ = name
     handler.__doc__ = f"kcm.reference.dataplane.{name}"

@@ -34,7 +34,7 @@ def broker_start(t: Txn, a: BrokerStart) -> None:
         elect_controller(t)
         return
     t.ctx.live_brokers.add(a.broker)
-    t.ctx.shutting_down.discard(a.broker)
+    t.ctx.discard("shutting_down", a.broker)
     on_broker_startup(t, {a.broker})
 
 
@@ -67,7 +67,7 @@ def broker_bounce(t: Txn, a: BrokerBounce) -> None:
         # The controller handles the old incarnation's failure first; nothing it sends reaches the old one.
         t.brokers[a.broker] = restarted._replace(alive=False)
         t.ctx.live_brokers.discard(a.broker)
-        t.ctx.shutting_down.discard(a.broker)
+        t.ctx.discard("shutting_down", a.broker)
         on_broker_failure(t, {a.broker})
     t.brokers[a.broker] = restarted
     _restart_locally(t, a.broker)
@@ -98,7 +98,7 @@ def session_expiry(t: Txn, a: SessionExpiry) -> None:
         return
     t.brokers[a.broker] = state._replace(alive=False)
     t.ctx.live_brokers.discard(a.broker)
-    t.ctx.shutting_down.discard(a.broker)
+    t.ctx.discard("shutting_down", a.broker)
     on_broker_failure(t, {a.broker})
     t.brokers[a.broker] = state._replace(shutting_down=False)
     if t.config.has("KAFKA-2729"):
@@ -110,7 +110,7 @@ def session_expiry(t: Txn, a: SessionExpiry) -> None:
 
 def on_broker_startup(t: Txn, new: set[int]) -> None:
     """UpdateMetadata to the new brokers, their replicas online, elections, reassignments and deletions resumed."""
-    requests.add_update_metadata(t, sorted(new), sorted(t.ctx.assignments))
+    requests.add_update_metadata(t, sorted(new), [tp for tp, _ in t.ctx.sorted_items("assignments")])
     requests.flush(t)
     replicas = replicas_on(t, new)
     handle_replica_changes(t, [r for r in replicas if not is_deleting(t, r[0][0])], R.ONLINE)
@@ -118,7 +118,7 @@ def on_broker_startup(t: Txn, new: set[int]) -> None:
     from kcm.reference.reassignment import on_partition_reassignment
     from kcm.reference.topics import resume_deletion
 
-    for tp, r in sorted(t.ctx.reassignments.items()):
+    for tp, r in t.ctx.sorted_items("reassignments"):
         if any(b in new for b in r.target) and t.ctx.reassignments.get(tp) == r:
             on_partition_reassignment(t, tp, r)
     for topic in sorted({tp[0] for tp, _ in replicas if is_deleting(t, tp[0])}):
@@ -146,14 +146,14 @@ def broker_fail(t: Txn, a: BrokerFail) -> None:
     if not has_controller(t):
         return
     t.ctx.live_brokers.discard(a.broker)
-    t.ctx.shutting_down.discard(a.broker)
+    t.ctx.discard("shutting_down", a.broker)
     on_broker_failure(t, {a.broker})
 
 
 def on_broker_failure(t: Txn, dead: set[int]) -> None:
     """Leaderless partitions -> Offline -> Online (offline selector); replicas on the dead brokers -> Offline."""
     replicas = replicas_on(t, dead)
-    leaderless = [tp for tp, lai in sorted(t.ctx.leadership.items())
+    leaderless = [tp for tp, lai in t.ctx.sorted_items("leadership")
                   if lai.leader in dead and not is_deleting(t, tp[0])]
     handle_partition_changes(t, leaderless, P.OFFLINE)
     trigger_online_partition_state_change(t)
@@ -163,7 +163,7 @@ def on_broker_failure(t: Txn, dead: set[int]) -> None:
     for topic in sorted({tp[0] for tp, _ in replicas if is_deleting(t, tp[0])}):
         resume_deletion(t, topic)
     if not leaderless:
-        requests.add_update_metadata(t, sorted(t.ctx.live_brokers), ())
+        requests.add_update_metadata(t, sorted(t.ctx.peek("live_brokers")), ())
         requests.flush(t)
 
 
@@ -175,7 +175,7 @@ def controlled_shutdown(t: Txn, a: ControlledShutdown) -> None:
         raise BrokerNotAvailable(f"broker {a.broker} is not live")
     t.brokers[a.broker] = state._replace(shutting_down=True)
     t.ctx.shutting_down.add(a.broker)
-    tps = [tp for tp, ar in sorted(t.ctx.assignments.items())
+    tps = [tp for tp, ar in t.ctx.sorted_items("assignments")
            if a.broker in ar and len(ar) > 1 and not is_deleting(t, tp[0])]
     led = [tp for tp in tps if t.ctx.leadership.get(tp) is not None and t.ctx.leadership[tp].leader == a.broker]
     followed = [tp for tp in tps if tp not in led]

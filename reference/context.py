@@ -7,12 +7,13 @@ from kcm.model.txn import Txn
 
 def eligible_brokers(t: Txn) -> set[int]:
     """Brokers that may lead: live and not shutting down (Kafka's liveBrokerIds)."""
-    return t.ctx.live_brokers - t.ctx.shutting_down
+    ctx = t.ctx
+    return set(ctx.peek("live_brokers")).difference(ctx.peek("shutting_down"))
 
 
 def is_deleting(t: Txn, topic: str) -> bool:
     """Whether the topic is queued for deletion."""
-    return topic in t.ctx.topics_to_delete
+    return t.ctx.has("topics_to_delete", topic)
 
 
 def partitions_of(t: Txn, topic: str) -> list[tuple]:
@@ -22,7 +23,7 @@ def partitions_of(t: Txn, topic: str) -> list[tuple]:
 
 def replicas_on(t: Txn, brokers: set[int]) -> list[tuple[tuple, int]]:
     """Every (partition, broker) replica of the assignment hosted on one of brokers."""
-    return [(tp, b) for tp, ar in sorted(t.ctx.assignments.items()) for b in ar if b in brokers]
+    return [(tp, b) for tp, ar in t.ctx.sorted_items("assignments") for b in ar if b in brokers]
 
 
 def topic_exists(t: Txn, topic: str) -> bool:

@@ -53,15 +53,16 @@ def elect_controller(t: Txn, preferred: int = NO_CONTROLLER) -> None:
 def on_controller_failover(t: Txn) -> None:
     """Load the context from ZooKeeper, start both state machines, resume reassignments and deletions."""
     c = t.ctx
-    c.live_brokers = set(t.zk.brokers)
+    zk = t.zk  # read only: peeked at, not thawed
+    c.live_brokers = set(zk.peek("brokers"))
     # A broker in controlled shutdown retries its request with the new controller.
     c.shutting_down = {b for b in c.live_brokers if t.brokers[b].shutting_down}
-    c.assignments = dict(t.zk.assignments)
-    c.leadership = dict(t.zk.partitions)
-    c.topics_to_delete = set(t.zk.delete_topics)
+    c.assignments = dict(zk.peek("assignments"))
+    c.leadership = dict(zk.peek("partitions"))
+    c.topics_to_delete = set(zk.peek("delete_topics"))
     # ZooKeeper keeps the target, AR = RAR + (OAR - RAR) and (KIP-455) OAR; without a recorded OAR the AR is taken.
     c.reassignments = {tp: Reassignment(tuple(get(t.zk.reassign_original, tp, c.assignments[tp])), tuple(target))
-                       for tp, target in t.zk.reassign_partitions.items() if tp in c.assignments}
+                       for tp, target in zk.sorted_items("reassign_partitions") if tp in c.assignments}
     if t.config.has("KAFKA-4214"):
         _drop_reassignments_with_dead_targets(t)
     replica_state_machine_startup(t)

@@ -28,10 +28,18 @@ from kcm.model.errors import (
     StaleZkVersion,
     UnknownTopicOrPartition,
 )
-from kcm.model.fmap import EMPTY, freeze
+from kcm.model.fmap import EMPTY
 from kcm.model.names import tp_name
 from kcm.model.txn import Txn
-from kcm.reference import truncation
+from kcm.reference import reassignment, truncation
+
+# Replica records are rebuilt on every fetch, produce and LeaderAndIsr: from all their fields in order, with
+# tuple.__new__ (what the NamedTuple's constructor does, minus its Python-level __new__ and _replace's keyword
+# machinery). That needs the field order below.
+_new = tuple.__new__
+if ReplicaData._fields != ("log", "hw", "leader", "leader_epoch", "isr", "zk_version", "replicas", "remote_leo",
+                           "truncating"):
+    raise ImportError("kcm.reference.dataplane: ReplicaData's fields changed; update its positional rebuilds")
 
 
 def _key(tp: tuple, broker: int) -> tuple:
@@ -39,20 +47,20 @@ def _key(tp: tuple, broker: int) -> tuple:
 
 
 def _alive(t: Txn, broker: int) -> bool:
-    state = t.brokers.get(broker)
+    state = t.lookup("brokers", broker)
     return state is not None and state.alive
 
 
 def _known(t: Txn, tp: tuple) -> None:
     """UnknownTopicOrPartition unless the partition exists at this moment."""
-    if tp not in t.zk.assignments:
+    if not t.zk.has("assignments", tp):
         raise UnknownTopicOrPartition(f"partition {tp_name(tp)} does not exist")
 
 
 def acting_leader(t: Txn, tp: tuple) -> int:
     """The broker clients reach as leader: the znode's leader, live, and leading by its last LeaderAndIsr."""
     _known(t, tp)
-    lai = t.zk.partitions.get(tp)
+    lai = t.zk.lookup("partitions", tp)
     if lai is None or lai.leader == NO_LEADER:
         raise NotLeaderOrFollower(f"partition {tp_name(tp)} has no leader")
     leader = lai.leader
@@ -67,16 +75,28 @@ def acting_leader(t: Txn, tp: tuple) -> int:
 
 def _advance_hw(t: Txn, tp: tuple, leader: int) -> None:
     """maybeIncrementLeaderHW: HW := max(HW, min LEO over the ISR); acks=all records below it are acknowledged."""
-    data = t.replicas[_key(tp, leader)]
-    remote = dict(data.remote_leo)
-    leos = [data.leo if b == leader else remote.get(b, 0) for b in data.isr]
-    new_hw = max(data.hw, min(leos, default=data.leo))
-    if new_hw != data.hw:
-        t.replicas[_key(tp, leader)] = data._replace(hw=new_hw)
-    pending = t.ghost.pending.get(tp, ())
+    key = (tp[0], tp[1], leader)
+    data = t.replicas[key]
+    log, hw, _, _, isr, _, _, remote, _ = data
+    leo = len(log)
+    if isr:
+        if remote:
+            remote = dict(remote)
+            lowest = min([leo if b == leader else remote.get(b, 0) for b in isr])
+        else:  # no follower has reported a LEO since this replica took over: each counts as offset 0
+            lowest = leo
+            for b in isr:
+                if b != leader:
+                    lowest = 0
+                    break
+        new_hw = hw if lowest < hw else lowest
+    else:
+        new_hw = hw if leo < hw else leo
+    if new_hw != hw:
+        t.replicas[key] = _new(ReplicaData, (log, new_hw, *data[2:]))
+    pending = t.ghost.lookup("pending", tp, ())
     if not pending:
         return
-    log = t.replicas[_key(tp, leader)].log
     acked = tuple(r for r in pending if r[0] < new_hw and r[0] < len(log) and log[r[0]] == r[1])
     # A pending record truncated away was never acknowledged: its producer saw an error.
     gone = tuple(r for r in pending if r[0] >= len(log) or log[r[0]] != r[1])
@@ -100,12 +120,10 @@ def _write_isr(t: Txn, tp: tuple, leader: int, isr: tuple[int, ...]) -> None:
     # Like Kafka's Partition.updateIsr, the leader writes its own view (itself, its leader epoch) with the new ISR;
     # the zkVersion condition above is what keeps a leader with an outdated view from overwriting a newer one.
     t.zk.partitions[tp] = LeaderAndIsr(leader, data.leader_epoch, isr, lai.controller_epoch, lai.zk_version + 1)
-    t.replicas[_key(tp, leader)] = data._replace(isr=isr, zk_version=lai.zk_version + 1)
-    try:
-        from kcm.reference.reassignment import on_isr_change
-    except ImportError:
-        return
-    on_isr_change(t, tp)
+    log, hw, lead, leader_epoch, _, _, replicas, remote_leo, truncating = data
+    t.replicas[_key(tp, leader)] = _new(ReplicaData, (log, hw, lead, leader_epoch, isr, lai.zk_version + 1, replicas,
+                                                      remote_leo, truncating))
+    reassignment.on_isr_change(t, tp)
 
 
 # -- client and follower requests -----------------------------------------------------------------
@@ -120,7 +138,7 @@ def produce(t: Txn, a: Produce) -> None:
         raise NotEnoughReplicas(f"{tp_name(a.tp)}: ISR {list(data.isr)} is smaller than min.insync.replicas "
                                 f"{t.config.min_insync_replicas}")
     start = data.leo
-    t.replicas[_key(a.tp, leader)] = data._replace(log=data.log + (data.leader_epoch,) * a.records)
+    t.replicas[_key(a.tp, leader)] = _new(ReplicaData, (data[0] + (data.leader_epoch,) * a.records, *data[1:]))
     if acks_all:
         new = tuple((start + i, data.leader_epoch) for i in range(a.records))
         t.ghost.pending[a.tp] = t.ghost.pending.get(a.tp, ()) + new
@@ -190,17 +208,19 @@ def fetch(t: Txn, tp: tuple, leader: int, follower: int) -> None:
                                 f"leader {leader} is in {ldata.leader_epoch}")
     if fdata.truncating:
         to = truncation.truncation_offset(variant, fdata.log, fdata.hw, ldata.log, ldata.leader_epoch)
-        fdata = _truncated(fdata, to)._replace(truncating=False)
+        fdata = _new(ReplicaData, (*_truncated(fdata, to)[:8], False))
     if fdata.leo > ldata.leo:
         # OffsetOutOfRange: a follower ahead of its leader truncates to the leader's LEO and fetches again.
         fdata = _truncated(fdata, ldata.leo)
     offset = fdata.leo
     hw_as_of_fetch = ldata.hw
-    t.replicas[lkey] = ldata._replace(remote_leo=freeze({**dict(ldata.remote_leo), follower: offset}))
+    remote_leo = dict(ldata.remote_leo)
+    remote_leo[follower] = offset
+    t.replicas[lkey] = _new(ReplicaData, (*ldata[:7], tuple(sorted(remote_leo.items())), ldata[8]))
     _advance_hw(t, tp, leader)
     ldata = t.replicas[lkey]
     log = fdata.log + ldata.log[offset:]
-    t.replicas[fkey] = fdata._replace(log=log, hw=max(fdata.hw, min(hw_as_of_fetch, len(log))))
+    t.replicas[fkey] = _new(ReplicaData, (log, max(fdata.hw, min(hw_as_of_fetch, len(log))), *fdata[2:]))
     # maybeExpandIsr: a follower in AR, not in the ISR, caught up with the leader joins it (contract rule 4).
     if follower not in ldata.isr and follower in ldata.replicas and caught_up(t, ldata, offset):
         try:
@@ -233,7 +253,7 @@ def caught_up(t: Txn, leader: ReplicaData, fetch_offset: int) -> bool:
 def _truncated(data: ReplicaData, offset: int) -> ReplicaData:
     """The replica with its log cut to `offset` (and its HW not above the new LEO)."""
     offset = max(0, min(offset, data.leo))
-    return data._replace(log=data.log[:offset], hw=min(data.hw, offset))
+    return _new(ReplicaData, (data[0][:offset], min(data.hw, offset), *data[2:]))
 
 
 def isr_shrink(t: Txn, a: IsrShrink) -> None:
@@ -264,8 +284,13 @@ def consume(t: Txn, a: Consume) -> None:
 
 def _forget_old_incarnation(t: Txn, tp: tuple, broker: int) -> None:
     """A first, empty replica of a partition with no other replica left is a new topic: drop the old one's history."""
-    if t.replicas[_key(tp, broker)].log or any(k[:2] == tp and k[2] != broker for k in t.replicas):
+    replicas = t.replicas
+    if replicas[(tp[0], tp[1], broker)][0]:
         return
+    topic, partition = tp
+    for k in replicas:
+        if k[1] == partition and k[0] == topic and k[2] != broker:
+            return
     for name in ("acked", "consumed", "pending"):
         t.ghost.discard(name, tp)  # most partitions have none: no thaw, no freeze
 
@@ -279,7 +304,7 @@ def become_leader(t: Txn, tp: tuple, broker: int) -> None:
     _forget_old_incarnation(t, tp, broker)
     key = _key(tp, broker)
     data = t.replicas[key]
-    t.replicas[key] = data._replace(remote_leo=EMPTY, truncating=False)
+    t.replicas[key] = _new(ReplicaData, (*data[:7], EMPTY, False))
     t.ghost.discard("pending", tp)
     _advance_hw(t, tp, broker)
 
@@ -288,26 +313,27 @@ def become_follower(t: Txn, tp: tuple, broker: int) -> None:
     """makeFollower: truncate to the HW at once (high_watermark) or at the first fetch (leader-epoch variants)."""
     _forget_old_incarnation(t, tp, broker)
     key = _key(tp, broker)
-    data = t.replicas[key]._replace(remote_leo=EMPTY)
+    data = t.replicas[key]
+    data = _new(ReplicaData, (*data[:7], EMPTY, data[8]))
     if truncation.truncates_on_become_follower(t.config.truncation):
         data = _truncated(data, data.hw)
     else:
-        data = data._replace(truncating=True)
+        data = _new(ReplicaData, (*data[:8], True))
     t.replicas[key] = data
 
 
 def on_broker_crash(t: Txn, broker: int) -> None:
     """The broker's process dies: its in-memory follower LEOs go; logs and checkpointed HWs stay on disk."""
-    for key, data in list(t.replicas.items()):
+    for key, data in t.items("replicas"):
         if key[2] == broker and data.remote_leo:
-            t.replicas[key] = data._replace(remote_leo=EMPTY)
+            t.replicas[key] = _new(ReplicaData, (*data[:7], EMPTY, data[8]))
 
 
 def on_broker_restart(t: Txn, broker: int) -> None:
     """Log recovery at startup: before KIP-101 every local log is truncated to its checkpointed HW."""
     if not truncation.truncates_on_restart(t.config.truncation):
         return
-    for key, data in list(t.replicas.items()):
+    for key, data in t.items("replicas"):
         if key[2] == broker and data.leo > data.hw:
             t.replicas[key] = _truncated(data, data.hw)
 

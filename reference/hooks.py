@@ -9,7 +9,7 @@ from typing import Any
 _dataplane: list[ModuleType] = []  # the data plane module once imported (imported on first use: it imports us)
 
 
-def _module() -> ModuleType | None:
+def dataplane_module() -> ModuleType | None:
     """The data plane module, imported on first use; None when it is not installed."""
     if _dataplane:
         return _dataplane[0]
@@ -25,7 +25,7 @@ def _module() -> ModuleType | None:
 
 def call(name: str, *args: Any) -> None:
     """Call kcm.reference.dataplane.<name>(*args) if the module defines it."""
-    dataplane = _dataplane[0] if _dataplane else _module()
+    dataplane = _dataplane[0] if _dataplane else dataplane_module()
     if dataplane is None:
         return
     # Looked up at each call (not cached) so that a patched data plane function is the one called.

@@ -74,7 +74,7 @@ def choose(t: Txn, tp: tuple, selector: str, isr: tuple[int, ...]) -> selectors.
     if selector == selectors.PREFERRED:
         return selectors.preferred(ar, isr, live)
     if selector == selectors.CONTROLLED_SHUTDOWN:
-        return selectors.controlled_shutdown(ar, isr, t.ctx.live_brokers, t.ctx.shutting_down)
+        return selectors.controlled_shutdown(ar, isr, t.ctx.peek("live_brokers"), t.ctx.peek("shutting_down"))
     raise ValueError(f"unknown selector {selector!r}; known: {', '.join(selectors.NAMES)}")
 
 
@@ -91,6 +91,6 @@ def elect_leader(t: Txn, tp: tuple, selector: str) -> bool:
 
 def trigger_online_partition_state_change(t: Txn) -> None:
     """Every NewPartition and OfflinePartition not being deleted -> OnlinePartition (offline selector)."""
-    tps = [tp for tp, s in sorted(t.ctx.partition_states.items())
+    tps = [tp for tp, s in t.ctx.sorted_items("partition_states")
            if s in (P.NEW, P.OFFLINE) and not is_deleting(t, tp[0])]
     handle_partition_changes(t, tps, P.ONLINE, selectors.OFFLINE)

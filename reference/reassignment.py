@@ -19,7 +19,7 @@ from kcm.reference.replica_machine import handle_replica_changes
 def reassign(t: Txn, a: Reassign) -> None:
     """Write /admin/reassign_partitions and start (or replace, rule 9) the partition's reassignment."""
     tp = a.tp
-    if tp not in t.zk.assignments or tp[0] in t.zk.delete_topics:
+    if not t.zk.has("assignments", tp) or t.zk.has("delete_topics", tp[0]):
         raise UnknownTopicOrPartition(f"partition {tp_name(tp)} does not exist")
     target = tuple(a.replicas)
     registered = set(t.config.brokers)
@@ -92,9 +92,9 @@ def complete(t: Txn, tp: tuple, r: Reassignment) -> None:
     t.zk.reassign_partitions.pop(tp, None)  # step 11
     t.zk.reassign_original = remove(t.zk.reassign_original, tp)
     t.ctx.reassignments.pop(tp, None)
-    requests.add_update_metadata(t, sorted(t.ctx.live_brokers), (tp,))  # step 12
+    requests.add_update_metadata(t, sorted(t.ctx.peek("live_brokers")), (tp,))  # step 12
     requests.flush(t)
-    if tp[0] in t.ctx.topics_ineligible:
+    if t.ctx.has("topics_ineligible", tp[0]):
         from kcm.reference.topics import resume_deletion
 
         t.ctx.topics_ineligible.discard(tp[0])
@@ -106,7 +106,7 @@ def on_isr_change(t: Txn, tp: tuple) -> None:
     if not has_controller(t):
         return
     leadership.refresh_from_zk(t, tp)
-    r = t.ctx.reassignments.get(tp)
+    r = t.ctx.lookup("reassignments", tp)
     lai = t.ctx.leadership.get(tp)
     if r is not None and lai is not None and all(b in lai.isr for b in r.target):
         complete(t, tp, r)

@@ -16,16 +16,25 @@ from kcm.model.actions import Deliver
 from kcm.model.cluster import NO_LEADER, BrokerState, ReplicaData
 from kcm.model.effects import LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest
 from kcm.model.errors import NoRequestInFlight
+from kcm.model.fmap import EMPTY
 from kcm.model.names import tp_name
 from kcm.model.txn import Txn
 from kcm.reference import hooks
 
-_make_broker = BrokerState._make
+# Records built per request are built with tuple.__new__ from all their fields in order (what the NamedTuple
+# constructors do, without their Python-level __new__ or _replace's keyword machinery), which fills in no
+# defaults: the field layouts this module builds are checked here.
+_new = tuple.__new__
 if BrokerState._fields.index("controller_epoch") != 2:
     raise ImportError("kcm.reference.requests: BrokerState.controller_epoch moved; update deliver")
-# flush builds requests with tuple.__new__, which fills in no defaults: it must be given every field of each.
-if tuple(len(r._fields) for r in (LeaderAndIsrRequest, UpdateMetadataRequest, StopReplicaRequest)) != (8, 3, 4):
-    raise ImportError("kcm.reference.requests: the request records' fields changed; update flush")
+if tuple(len(r._fields) for r in (LeaderAndIsrRequest, UpdateMetadataRequest, StopReplicaRequest)) != (8, 3, 4) or \
+        LeaderAndIsrRequest._fields != ("broker", "tp", "leader", "leader_epoch", "isr", "replicas",
+                                        "controller_epoch", "zk_version"):
+    raise ImportError("kcm.reference.requests: the request records' fields changed; update flush and "
+                      "_apply_leader_and_isr")
+if ReplicaData._fields != ("log", "hw", "leader", "leader_epoch", "isr", "zk_version", "replicas", "remote_leo",
+                           "truncating"):
+    raise ImportError("kcm.reference.requests: ReplicaData's fields changed; update _apply_leader_and_isr")
 
 
 class RequestBatch:
@@ -60,7 +69,7 @@ def add_leader_and_isr(t: Txn, brokers: Any, tp: tuple, replicas: tuple[int, ...
     queued = (t.request_batch or batch(t)).leader_and_isr
     for broker in brokers:
         queued[(broker, tp)] = (broker, tp, lai, ar)
-    add_update_metadata(t, ctx.live_brokers, (tp,))
+    add_update_metadata(t, ctx.peek("live_brokers"), (tp,))  # in any order: flush sends by broker
 
 
 def add_update_metadata(t: Txn, brokers: Any, tps: Any) -> None:
@@ -92,14 +101,13 @@ def flush(t: Txn) -> None:
         return
     t.request_batch = None  # the next add_* starts a fresh batch (see `batch`)
     epoch = t.ctx.epoch
-    new = tuple.__new__  # each request built from all its fields, without the NamedTuple's Python-level __new__
     for broker, tp, lai, ar in b.leader_and_isr.values():
-        send(t, new(LeaderAndIsrRequest,
-                    (broker, tp, lai.leader, lai.leader_epoch, lai.isr, ar, epoch, lai.zk_version)))
+        send(t, _new(LeaderAndIsrRequest,
+                     (broker, tp, lai.leader, lai.leader_epoch, lai.isr, ar, epoch, lai.zk_version)))
     for broker, tps in sorted(b.update_metadata.items()):
-        send(t, new(UpdateMetadataRequest, (broker, tuple(sorted(tps)), epoch)))
+        send(t, _new(UpdateMetadataRequest, (broker, tuple(sorted(tps)), epoch)))
     for broker, tp, delete in b.stop_replica:
-        send(t, new(StopReplicaRequest, (broker, tp, delete, epoch)))
+        send(t, _new(StopReplicaRequest, (broker, tp, delete, epoch)))
 
 
 def send(t: Txn, req: Any) -> None:
@@ -135,8 +143,9 @@ def deliver_next(t: Txn, a: Deliver) -> None:
 
 def drop_inflight(t: Txn, broker: int) -> None:
     """The broker's connections are gone (it died or restarted): requests queued for it are lost."""
-    for key in [k for k in t.inflight if k[0] == broker]:
-        del t.inflight[key]
+    for key, _ in t.items("inflight"):
+        if key[0] == broker:
+            del t.inflight[key]
 
 
 def deliver(t: Txn, req: Any) -> bool:
@@ -149,13 +158,16 @@ def deliver(t: Txn, req: Any) -> bool:
     if state is None or not state.alive:
         return False
     t.requests.append(req)
-    if stale_controller_epoch(t, state.controller_epoch, req.controller_epoch):
-        t.note(f"broker {req.broker} refused {type(req).__name__} of controller epoch {req.controller_epoch}: "
-               f"it has accepted epoch {state.controller_epoch} (StaleControllerEpoch)")
+    accepted, carried = state.controller_epoch, req.controller_epoch
+    # Only a request older than the accepted epoch can be refused, however a variant relaxes the rule: the rule is
+    # consulted for those alone (most requests carry the epoch the broker already has).
+    if carried < accepted and stale_controller_epoch(t, accepted, carried):
+        t.note(f"broker {req.broker} refused {type(req).__name__} of controller epoch {carried}: "
+               f"it has accepted epoch {accepted} (StaleControllerEpoch)")
         return False
-    if req.controller_epoch > state.controller_epoch:
+    if carried > accepted:
         # state._replace(controller_epoch=...), without _replace's keyword machinery (this runs per request)
-        t.brokers[req.broker] = _make_broker((state[0], state[1], req.controller_epoch, *state[3:]))
+        t.brokers[req.broker] = _new(BrokerState, (state[0], state[1], carried, *state[3:]))
     kind = type(req)
     if kind is LeaderAndIsrRequest:
         return _apply_leader_and_isr(t, req)
@@ -173,25 +185,26 @@ def stale_controller_epoch(t: Txn, accepted: int, carried: int) -> bool:
 
 def _apply_leader_and_isr(t: Txn, req: LeaderAndIsrRequest) -> bool:
     """becomeLeaderOrFollower for one partition: only a higher leader epoch than the replica's is applied."""
-    key = (req.tp[0], req.tp[1], req.broker)
+    broker, tp, leader, leader_epoch, isr, replicas, _, zk_version = req
+    key = (tp[0], tp[1], broker)
     data = t.replicas.get(key)
-    if req.broker not in req.replicas:
-        t.note(f"broker {req.broker} ignored LeaderAndIsr for {tp_name(req.tp)}: not in its replica list")
+    if broker not in replicas:
+        t.note(f"broker {broker} ignored LeaderAndIsr for {tp_name(tp)}: not in its replica list")
         return False
-    if data is not None and req.leader_epoch <= data.leader_epoch:
-        t.note(f"broker {req.broker} ignored LeaderAndIsr for {tp_name(req.tp)}: leader epoch {req.leader_epoch} "
+    if data is not None and leader_epoch <= data.leader_epoch:
+        t.note(f"broker {broker} ignored LeaderAndIsr for {tp_name(tp)}: leader epoch {leader_epoch} "
                f"is not above its {data.leader_epoch}")
         return False
-    isr, replicas = tuple(sorted(req.isr)), tuple(req.replicas)
+    isr, replicas = tuple(sorted(isr)), tuple(replicas)
     if data is None:
-        t.replicas[key] = ReplicaData((), 0, req.leader, req.leader_epoch, isr, req.zk_version, replicas)
+        t.replicas[key] = _new(ReplicaData, ((), 0, leader, leader_epoch, isr, zk_version, replicas, EMPTY, False))
     else:
-        t.replicas[key] = ReplicaData(data.log, data.hw, req.leader, req.leader_epoch, isr, req.zk_version, replicas,
-                                      data.remote_leo, data.truncating)
-    if req.leader == req.broker:
-        hooks.call("become_leader", t, req.tp, req.broker)
-    elif req.leader != NO_LEADER:
-        hooks.call("become_follower", t, req.tp, req.broker)
+        t.replicas[key] = _new(ReplicaData, (data[0], data[1], leader, leader_epoch, isr, zk_version, replicas,
+                                             data[7], data[8]))
+    if leader == broker:
+        hooks.call("become_leader", t, tp, broker)
+    elif leader != NO_LEADER:
+        hooks.call("become_follower", t, tp, broker)
     return True
 
 
@@ -204,4 +217,4 @@ def _apply_stop_replica(t: Txn, req: StopReplicaRequest) -> None:
     if req.delete:
         del t.replicas[key]
     else:
-        t.replicas[key] = data._replace(leader=NO_LEADER)
+        t.replicas[key] = _new(ReplicaData, (data[0], data[1], NO_LEADER, *data[3:]))
