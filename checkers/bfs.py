@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 from kcm.checkers.checkpoint import BadCheckpoint, Checkpointer
+from kcm.checkers.collector import rare_collections
 from kcm.checkers.verdicts import Exploration, indexed_successors, state_checks, step_checks
 from kcm.checkers.visited import FP, Visited, replay
 from kcm.model.interface import STATE_KINDS, STEP_KINDS
@@ -197,4 +198,6 @@ def explore(model: Any, max_states: int | None = None, progress: ProgressFn | No
                 bad_step, reached = step_checks(model, state, action, nxt, effects, props)
                 yield fingerprint(nxt), nxt, pos, aidx, action, bad_step, None, reached
 
-    return search(model, "local", lambda s: s, expand_level, lambda s: s, max_states, progress, checkpoint, resume)
+    with rare_collections():
+        return search(model, "local", lambda s: s, expand_level, lambda s: s, max_states, progress, checkpoint,
+                      resume)

@@ -21,6 +21,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from kcm.checkers.collector import rare_collections
 from kcm.model.interface import EVENTUALLY, Property
 
 _NEXT, _OUTSIDE = "next", "outside"
@@ -212,7 +213,8 @@ def add_verdicts(found: Any, model: Any, max_states: int | None = None) -> None:
         return
     if not found.complete:
         return  # a partial graph cannot show that every run settles: the verdicts stay "not judged"
-    graph = build_graph(model, props, max_states)
+    with rare_collections():
+        graph = build_graph(model, props, max_states)
     if graph is None:
         return
     for p in props:

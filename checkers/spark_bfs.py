@@ -27,6 +27,7 @@ from typing import Any
 
 from kcm.checkers.bfs import Progress, ProgressFn, _eta
 from kcm.checkers.checkpoint import BadCheckpoint, Checkpointer
+from kcm.checkers.collector import rare_collections
 from kcm.checkers.verdicts import Exploration, indexed_successors, state_checks, step_checks
 from kcm.checkers.visited import replay
 from kcm.model.fingerprint import decode, encode
@@ -192,7 +193,8 @@ def explore(model: Any, spark: Any, max_states: int | None = None, progress: Pro
                 else:
                     incoming.append((key, value))
             store = store or PartitionStore(index)
-            out = run_round(store, incoming, model, parts, levels, budget)
+            with rare_collections():  # in the worker, for this round's expansion
+                out = run_round(store, incoming, model, parts, levels, budget)
             yield index, store
             yield from out
         return run

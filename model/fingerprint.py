@@ -71,6 +71,11 @@ class PartFingerprints:
     def __getstate__(self) -> dict[str, Any]:
         return {"memos": [{} for _ in self.memos], "limit": self.limit}
 
+    def clear(self) -> None:
+        """Forget every memoized part fingerprint."""
+        for memo in self.memos:
+            memo.clear()
+
     def store(self, index: int, key: Any, part: Any) -> int:
         """Fingerprint `part` and remember it as part `index` under `key` (callers look in `memos` first)."""
         memo = self.memos[index]

@@ -162,7 +162,7 @@ class BoundedSystem:
         self.families = set(cfg.get("families", []))
         # Only a leader's own ISR writes add zkVersions without a new leader epoch (see kcm.model.canonical).
         self._leader_isr_writes = "data_plane" in self.families
-        self._parts = PartFingerprints(len(Cluster._fields))
+        self.part_fingerprints = PartFingerprints(len(Cluster._fields))  # memo of `fingerprint`
         self.bounds = dict(_BOUNDS, **cfg.get("bounds", {}))
         self.topic_steps = [A.CreateTopic(t, tuple(sorted((int(p), tuple(r)) for p, r in a.items())))
                             for t, a in sorted(cfg.get("topics", {}).items())]
@@ -327,9 +327,10 @@ class BoundedSystem:
             return OUTSIDE, None
         except KcmError:
             return REFUSED, None
-        if nxt == state:
+        # A step that changes nothing returns its very state (Txn.commit); an equal copy is still no change.
+        if nxt is state or nxt == state:
             return UNCHANGED, None
-        if not self.within_boundary(nxt):
+        if not self.within_boundary(nxt, state):
             return OUTSIDE, None
         return NEXT, (nxt, effects)
 
@@ -345,17 +346,26 @@ class BoundedSystem:
         """The properties this configuration checks."""
         return self._properties
 
-    def within_boundary(self, state: Cluster) -> bool:
-        """Controller epoch, leader epochs, broker restarts and log lengths within the bounds."""
-        if any(b.incarnation > self.bounds["max_restarts"] for _, b in state.brokers):
+    def within_boundary(self, state: Cluster, parent: Cluster | None = None) -> bool:
+        """Controller epoch, leader epochs, broker restarts and log lengths within the bounds.
+
+        With `parent` (a state within the bounds that `state` follows), parts `state` shares with it are not
+        judged again: a step hands back every part it left unchanged as the very same object.
+        """
+        b = self.bounds
+        if (parent is None or state.brokers is not parent.brokers) and any(
+                s.incarnation > b["max_restarts"] for _, s in state.brokers):
             return False
-        if state.zk.controller_epoch > self.bounds["max_controller_epoch"]:
+        if parent is None or state.zk is not parent.zk:
+            if state.zk.controller_epoch > b["max_controller_epoch"]:
+                return False
+            if any(lai.leader_epoch > b["max_leader_epoch"] for _, lai in state.zk.partitions):
+                return False
+        if (parent is None or state.inflight is not parent.inflight) and sum(
+                len(q) for _, q in state.inflight) > b["max_inflight"]:
             return False
-        if sum(len(q) for _, q in state.inflight) > self.bounds["max_inflight"]:
-            return False
-        if any(lai.leader_epoch > self.bounds["max_leader_epoch"] for _, lai in state.zk.partitions):
-            return False
-        return all(len(r.log) <= self.bounds["max_records"] for _, r in state.replicas)
+        return (parent is not None and state.replicas is parent.replicas) or all(
+            len(r.log) <= b["max_records"] for _, r in state.replicas)
 
     def fingerprint(self, state: Cluster) -> int:
         """The stable 64-bit fingerprint (of the canonical form when leaders update ISRs themselves).
@@ -364,12 +374,12 @@ class BoundedSystem:
         parts with its parent, so only the parts a step changed are serialized. Under the canonical form a
         versioned part's key also holds the znodes' versions, which its relative versions depend on.
         """
-        memos = self._parts.memos
+        memos = self.part_fingerprints.memos
         if not self._leader_isr_writes:
             fps = []
             for i, part in enumerate(state):
                 fp = memos[i].get(part)
-                fps.append(self._parts.store(i, part, part) if fp is None else fp)
+                fps.append(self.part_fingerprints.store(i, part, part) if fp is None else fp)
             return combine(fps)
         versions = tuple((tp, lai.zk_version) for tp, lai in state.zk.partitions)
         fps = []
@@ -387,7 +397,7 @@ class BoundedSystem:
                         return combine([fingerprint(p) for p in relative_zk_versions(state)])
                 else:
                     shifted = part
-                fp = self._parts.store(i, key, shifted)
+                fp = self.part_fingerprints.store(i, key, shifted)
             fps.append(fp)
         return combine(fps)
 
