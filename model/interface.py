@@ -50,7 +50,12 @@ def find(properties: Sequence[Property], name: str) -> Property:
 
 
 class Model(Protocol):
-    """What an engine needs to know about a system to explore, test, replay or prove it."""
+    """What an engine needs to know about a system to explore, test, replay or prove it.
+
+    Optional, read with getattr by the engines that use them: `successor(state, action)` (the step an explorer
+    keeps, or None, possibly cut short at the bounds), `outcome(state, action)` (which also tells a step past the
+    bounds from a refused one) and `fair(action)` (weak fairness, for EVENTUALLY properties; none without it).
+    """
 
     def init_states(self) -> Sequence[Any]:
         """The initial states."""
