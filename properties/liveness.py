@@ -40,8 +40,25 @@ def produces_resolve(model: Any, state: Cluster) -> bool:
     return all(leader_log(state, tp) is None for tp, _ in state.ghost.pending)
 
 
+def replicas_learn_leaders(model: Any, state: Cluster) -> bool:
+    """Every live ISR member of a partition with a leader acts on the znode's leader and leader epoch (topics being
+    deleted aside): the controller's requests reach it in the end."""
+    up = _up(state)
+    local = dict(state.replicas)
+    deleting = set(state.zk.delete_topics)
+    for tp, lai in state.zk.partitions:
+        if lai.leader < 0 or tp[0] in deleting:
+            continue
+        for b in lai.isr:
+            data = local.get((tp[0], tp[1], b))
+            if b in up and (data is None or (data.leader, data.leader_epoch) != (lai.leader, lai.leader_epoch)):
+                return False
+    return True
+
+
 PROPERTIES: list[Property] = [
     named("ReassignmentsFinish", EVENTUALLY, reassignments_finish),
     named("DeletionsFinish", EVENTUALLY, deletions_finish),
     named("ProducesResolve", EVENTUALLY, produces_resolve),
+    named("ReplicasLearnLeaders", EVENTUALLY, replicas_learn_leaders),
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
@@ -12,6 +13,8 @@ from kcm.model.interface import EVENTUALLY, named
 from kcm.reference.bounded import BadConfig, BoundedSystem, load_config
 
 from kcm.cli import main as kcm_main
+
+BUG_CONFIGS = Path(__file__).resolve().parent.parent / "specs" / "configs" / "bugs"
 
 
 class Go(NamedTuple):
@@ -106,7 +109,25 @@ def test_the_shipped_liveness_config_settles_under_fairness() -> None:
     liveness.add_verdicts(found, model)
     verdicts = found.verdicts(model.properties())
     assert verdicts["ReassignmentsFinish"] == verdicts["ProducesResolve"] == "holds"
+    assert verdicts["ReplicasLearnLeaders"] == "holds"
     assert verdicts["some_record_consumed"] == "reached" and verdicts["consumed_records_survive"] == "holds"
+
+
+@pytest.mark.parametrize("variant", ["KAFKA-1120", "KAFKA-6082"])
+def test_a_broker_left_behind_for_good_breaks_liveness_and_the_fix_settles(variant: str) -> None:
+    # KAFKA-1120: a broker that bounces faster than the controller notices never gets a LeaderAndIsr again;
+    # KAFKA-6082: a zombie controller's write leaves a znode no live replica was told of. Either way the cluster
+    # stops with a live ISR member that does not know its leader: a lasso with an empty loop.
+    cfg = {**load_config(str(BUG_CONFIGS / f"{variant}.json")), "properties": ["ReplicasLearnLeaders"]}
+    broken = BoundedSystem({**cfg, "variants": [variant]})
+    found = bfs.explore(broken)
+    liveness.add_verdicts(found, broken)
+    trace = found.violations["ReplicasLearnLeaders"]
+    assert found.loops["ReplicasLearnLeaders"] == len(trace)  # it stops there: nothing fair is left to do
+    fixed = BoundedSystem(cfg)
+    found = bfs.explore(fixed)
+    liveness.add_verdicts(found, fixed)
+    assert found.verdicts(fixed.properties()) == {"ReplicasLearnLeaders": "holds"}
 
 
 SMALL = {"name": "small", "brokers": [0, 1], "topics": {"t": {"0": [0, 1]}}, "families": ["data_plane"],
