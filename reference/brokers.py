@@ -123,7 +123,7 @@ def on_broker_startup(t: Txn, new: set[int]) -> None:
             on_partition_reassignment(t, tp, r)
     for topic in sorted({tp[0] for tp, _ in replicas if is_deleting(t, tp[0])}):
         t.ctx.topics_ineligible.discard(topic)
-        resume_deletion(t, topic)
+        resume_deletion(t, topic, despite_reassignment=True)
 
 
 def broker_fail(t: Txn, a: BrokerFail) -> None:

@@ -99,7 +99,7 @@ def delete_topic(t: Txn, a: DeleteTopic) -> None:
         resume_deletion(t, a.topic)
 
 
-def resume_deletion(t: Txn, topic: str) -> None:
+def resume_deletion(t: Txn, topic: str, despite_reassignment: bool = False) -> None:
     """Take every replica of the topic as far towards deletion as its broker allows; finish when all are gone.
 
     Replicas on live brokers go OfflineReplica -> ReplicaDeletionStarted, and the StopReplica answer
@@ -107,11 +107,15 @@ def resume_deletion(t: Txn, topic: str) -> None:
     (directly where the table allows OfflineReplica -> ReplicaDeletionIneligible, else through
     ReplicaDeletionStarted) and wait for their broker. Under rules without deletion states (kafka-0.8),
     OfflineReplica -> NonExistentReplica deletes the log.
+
+    A topic with a partition being reassigned waits for the reassignment (ineligible), except when a broker
+    with its replicas starts: Kafka's resumeDeletionForTopics then clears the mark and its resumeDeletions does
+    not look at reassignments (`despite_reassignment`), so the deletion goes ahead.
     """
     if topic not in t.ctx.topics_to_delete:
         return
     tps = partitions_of(t, topic)
-    if any(tp in t.ctx.reassignments for tp in tps):
+    if not despite_reassignment and any(tp in t.ctx.reassignments for tp in tps):
         t.ctx.topics_ineligible.add(topic)  # Kafka waits for the reassignment to finish first
         return
     replicas = [(tp, b) for tp in tps for b in t.ctx.assignments[tp]]
@@ -148,8 +152,10 @@ def complete_deletion(t: Txn, topic: str, replicas: list[tuple[tuple, int]]) -> 
     handle_partition_changes(t, [tp for tp in tps if t.partition_state(tp) in (P.NEW, P.ONLINE)], P.OFFLINE)
     handle_partition_changes(t, tps, P.NON_EXISTENT)
     for tp in tps:
+        # A reassignment still in flight goes with its partition (Kafka's removeTopic leaves a stale entry in
+        # partitionsBeingReassigned, which its next failover drops: the model drops it at once).
         for m in (t.zk.assignments, t.zk.partitions, t.zk.reassign_partitions, t.ctx.assignments,
-                  t.ctx.leadership, t.ctx.partition_states):
+                  t.ctx.leadership, t.ctx.partition_states, t.ctx.reassignments):
             m.pop(tp, None)
     for key in [k for k in t.ctx.replica_states if k[0] == topic]:
         del t.ctx.replica_states[key]
