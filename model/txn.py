@@ -17,6 +17,7 @@ from typing import Any
 from kcm.model.cluster import Cluster, ClusterConfig, ControllerContext, Ghost, Zk
 from kcm.model.effects import Effects, Request, StateChange
 from kcm.model.errors import KcmError
+from kcm.model.fmap import get as fmap_get
 from kcm.model.names import replica_name, tp_name
 from kcm.model.states import PartitionState, ReplicaState
 from kcm.model.transitions import partition_move, replica_move
@@ -132,10 +133,7 @@ class Draft:
         fields = self.__dict__
         if name in fields:
             return fields[name].get(key, default)
-        for k, value in fields["_base"][self._SPEC[name][0]]:
-            if k == key:
-                return value
-        return default
+        return fmap_get(fields["_base"][self._SPEC[name][0]], key, default)
 
     def has(self, name: str, key: Any) -> bool:
         """Whether the map field `name` has key, or the set field `name` has it as a member, without thawing it."""
@@ -145,10 +143,7 @@ class Draft:
         i, kind = self._SPEC[name]
         if kind == _SET:
             return key in fields["_base"][i]
-        for k, _ in fields["_base"][i]:
-            if k == key:
-                return True
-        return False
+        return fmap_get(fields["_base"][i], key, _UNSET) is not _UNSET
 
     def peek(self, name: str) -> Any:
         """The field to read without changing it: the working dict or set once thawed, else the frozen tuple.
@@ -287,10 +282,7 @@ class Txn:
         fields = self.__dict__
         if name in fields:
             return fields[name].get(key, default)
-        for k, value in getattr(fields["base"], name):
-            if k == key:
-                return value
-        return default
+        return fmap_get(getattr(fields["base"], name), key, default)
 
     def items(self, name: str) -> Any:
         """The (key, value) pairs of the Cluster map `name` without thawing it; the map may be written meanwhile."""
