@@ -52,18 +52,31 @@ def _versions(state: Cluster) -> tuple[dict[tuple, int], dict[tuple, int]]:
 
 
 # A part is rebuilt only when one of its versions moves; unchanged entries are kept as they are.
-def _shift_map(m: Any, rel: Rel) -> Any:
+def _shift_pairs(m: Any, rel: Rel, tp_of: Callable[[Any], tuple]) -> Any:
+    """A frozen map whose values carry a zk_version (LeaderAndIsr, ReplicaData), each made relative."""
     out = []
     changed = False
     for kv in m:
-        tp, lai = kv
-        v = rel(tp, lai.zk_version)
-        if v == lai.zk_version:
+        key, value = kv
+        v = rel(tp_of(key), value.zk_version)
+        if v == value.zk_version:
             out.append(kv)
         else:
-            out.append((tp, lai._replace(zk_version=v)))
+            out.append((key, value._replace(zk_version=v)))
             changed = True
     return tuple(out) if changed else m
+
+
+def _partition(tp: tuple) -> tuple:
+    return tp
+
+
+def _replica_partition(key: tuple) -> tuple:
+    return (key[0], key[1])
+
+
+def _shift_map(m: Any, rel: Rel) -> Any:
+    return _shift_pairs(m, rel, _partition)
 
 
 def _shift_ctx(ctx: ControllerContext | None, rel: Rel) -> ControllerContext | None:
@@ -74,17 +87,7 @@ def _shift_ctx(ctx: ControllerContext | None, rel: Rel) -> ControllerContext | N
 
 
 def _shift_replicas(m: Any, rel: Rel) -> Any:
-    out = []
-    changed = False
-    for kv in m:
-        k, d = kv
-        v = rel((k[0], k[1]), d.zk_version)
-        if v == d.zk_version:
-            out.append(kv)
-        else:
-            out.append((k, d._replace(zk_version=v)))
-            changed = True
-    return tuple(out) if changed else m
+    return _shift_pairs(m, rel, _replica_partition)
 
 
 def _shift_queue(queue: tuple, rel: Rel) -> tuple:
