@@ -22,9 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kcm.checkers.collector import rare_collections
-from kcm.model.interface import EVENTUALLY, Property
-
-_NEXT, _OUTSIDE = "next", "outside"
+from kcm.model.interface import EVENTUALLY, NEXT, OUTSIDE, REFUSED, Property
 
 
 def eventually_properties(model: Any) -> list[Property]:
@@ -83,10 +81,10 @@ def build_graph(model: Any, props: list[Property], max_states: int | None = None
                 kind, found = outcome(state, action)
             else:
                 nxt = model.next_state(state, action)
-                kind, found = (_NEXT, (nxt, None)) if nxt is not None and model.within_boundary(nxt) else ("", None)
-            if kind in (_NEXT, _OUTSIDE) and fair(action):
+                kind, found = (NEXT, (nxt, None)) if nxt is not None and model.within_boundary(nxt) else (REFUSED, None)
+            if kind in (NEXT, OUTSIDE) and fair(action):
                 enabled.add(_label(action))
-            if kind == _NEXT:
+            if kind == NEXT:
                 graph.edges[at].append((add(found[0], (at, action), graph.depth[at] + 1), action))
         graph.fair_enabled[at] = frozenset(enabled)
     return graph

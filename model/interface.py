@@ -19,6 +19,8 @@ EVENTUALLY = "eventually"
 STEP = "step"  # a rule about every transition: condition(model, before, action, after, effects)
 SOMETIMES_STEP = "sometimes_step"  # some transition must satisfy condition(model, before, action, after, effects)
 STATE_KINDS = (ALWAYS, SOMETIMES, EVENTUALLY)
+# What an action does in a state, as a model's optional `outcome(state, action)` reports it.
+NEXT, REFUSED, UNCHANGED, OUTSIDE = "next", "refused", "unchanged", "outside"
 STEP_KINDS = (STEP, SOMETIMES_STEP)
 
 

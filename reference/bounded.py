@@ -18,7 +18,7 @@ from kcm.model.cluster import DELIVERY_MODES, Cluster, ClusterConfig
 from kcm.model.effects import Effects
 from kcm.model.errors import KcmError
 from kcm.model.fingerprint import PartFingerprints, combine, fingerprint
-from kcm.model.interface import EVENTUALLY, Property
+from kcm.model.interface import EVENTUALLY, NEXT, OUTSIDE, REFUSED, UNCHANGED, Property
 from kcm.model.txn import OutOfBounds
 from kcm.model.variants import SWITCHES, known_switch
 from kcm.properties import controller as controller_properties
@@ -44,8 +44,6 @@ REACHED_ONLY_WITH = {
     "ReassignmentsFinish": {"data_plane"},
     "ProducesResolve": {"data_plane"},
 }
-# What an action does in a state (`BoundedSystem.outcome`).
-NEXT, REFUSED, UNCHANGED, OUTSIDE = "next", "refused", "unchanged", "outside"
 FAIR_ACTIONS = (A.Replicate, A.Deliver, A.IsrShrink)
 _BOUNDS = {"max_failures": 1, "max_restarts": 1, "max_controller_epoch": 2, "max_leader_epoch": 3, "max_records": 1,
            "reassign_targets": [], "max_inflight": 6}
@@ -375,29 +373,23 @@ class BoundedSystem:
         versioned part's key also holds the znodes' versions, which its relative versions depend on.
         """
         memos = self.part_fingerprints.memos
-        if not self._leader_isr_writes:
-            fps = []
-            for i, part in enumerate(state):
-                fp = memos[i].get(part)
-                fps.append(self.part_fingerprints.store(i, part, part) if fp is None else fp)
-            return combine(fps)
-        versions = tuple((tp, lai.zk_version) for tp, lai in state.zk.partitions)
+        canonical = self._leader_isr_writes
+        versions = tuple((tp, lai.zk_version) for tp, lai in state.zk.partitions) if canonical else ()
+        current: dict[tuple, int] | None = None
         fps = []
-        current = None
         for i, part in enumerate(state):
-            name = _PART_NAMES[i]
-            key = (part, versions) if name in VERSIONED_PARTS else part
+            shifted = canonical and _PART_NAMES[i] in VERSIONED_PARTS
+            key = (part, versions) if shifted else part
             fp = memos[i].get(key)
             if fp is None:
-                if name in VERSIONED_PARTS:
-                    current = current or dict(versions)
+                if shifted:
+                    if current is None:
+                        current = dict(versions)
                     try:
-                        shifted = relative_part(name, part, current)
+                        part = relative_part(_PART_NAMES[i], part, current)
                     except NoZnode:  # a deleted partition's versions: shifted by the lowest one in any part
                         return combine([fingerprint(p) for p in relative_zk_versions(state)])
-                else:
-                    shifted = part
-                fp = self.part_fingerprints.store(i, key, shifted)
+                fp = self.part_fingerprints.store(i, key, part)
             fps.append(fp)
         return combine(fps)
 
