@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 from kcm.checkers import bfs
-from kcm.model.actions import PreferredElection, Reassign
+from kcm.model.actions import Consume, PreferredElection, Reassign
 from kcm.model.errors import KcmError
 from kcm.reference import api
 from kcm.reference.bounded import BadConfig, BoundedSystem, load_config
@@ -79,13 +79,16 @@ def test_refused_actions_are_not_transitions():
 
 
 def _withheld(model, state):
-    """Preferred elections and reassignments of the config's families that model.actions(state) does not offer."""
-    offered = set(model.actions(state))
+    """Preferred elections, reassignments and consumer reads of the config's families that model.actions(state)
+    does not offer."""
+    offered = {(type(a), a) for a in model.actions(state)}
     candidates = [PreferredElection()] if "preferred" in model.families else []
     if "reassignment" in model.families:
         candidates += [Reassign(tp, tuple(t)) for tp in model.tps for t in model.bounds["reassign_targets"]
                        if tp in dict(state.zk.assignments) and tp not in dict(state.ctx.reassignments)]
-    return [a for a in candidates if a not in offered]
+    if "consume" in model.families:
+        candidates += [Consume(tp, 0) for tp in model.tps if tp in dict(state.zk.assignments)]
+    return [a for a in candidates if (type(a), a) not in offered]
 
 
 def _first_states(model, count):
@@ -103,7 +106,7 @@ def _first_states(model, count):
         frontier = nxt
 
 
-@pytest.mark.parametrize("name", ["controller", "async", "bugs/KAFKA-9478", "bugs/KIP-279"])
+@pytest.mark.parametrize("name", ["controller", "async", "bugs/KAFKA-9478", "bugs/KIP-279", "liveness"])
 def test_actions_withheld_from_the_explorer_change_nothing(name):
     model = BoundedSystem(load_config(name))
     checked = 0
