@@ -210,15 +210,15 @@ def controller_cache_matches_zk(model: Any, state: Cluster) -> bool:
     return all(zk.get(tp) == lai for tp, lai in state.ctx.leadership)
 
 
-def _replicas_act_on_znode(state: Cluster, judged: Any) -> bool:
+def replicas_act_on_znode(state: Cluster, judged: Any, wait_for_inflight: bool = True) -> bool:
     """Whether every live, not shutting-down broker in judged(tp, znode) acts on the znode's leader and epoch.
 
-    Topics being deleted (the controller stops their replicas on purpose) and brokers with control requests
-    still in flight are left out.
+    Topics being deleted (the controller stops their replicas on purpose) are left out, and so are brokers with
+    control requests still in flight unless `wait_for_inflight` is off (a liveness goal judges them too).
     """
     brokers = dict(state.brokers)
     local = dict(state.replicas)
-    waiting = {b for (b, _e), q in state.inflight if q}
+    waiting = {b for (b, _e), q in state.inflight if q} if wait_for_inflight else set()
     deleting = set(state.zk.delete_topics)
     for tp, lai in state.zk.partitions:
         if lai.leader == NO_LEADER or tp[0] in deleting:
@@ -240,7 +240,7 @@ def liveness_view(model: Any, state: Cluster) -> bool:
     Brokers with control requests still in flight (delivery "async") are judged once those arrive; topics being
     deleted are left out.
     """
-    return _replicas_act_on_znode(state, lambda tp, lai: lai.isr)
+    return replicas_act_on_znode(state, lambda tp, lai: lai.isr)
 
 
 def replicas_follow_zk(model: Any, state: Cluster) -> bool:
@@ -250,7 +250,7 @@ def replicas_follow_zk(model: Any, state: Cluster) -> bool:
     topics being deleted and brokers with control requests still in flight (delivery "async") are left out.
     """
     assignments = dict(state.zk.assignments)
-    return _replicas_act_on_znode(state, lambda tp, lai: assignments.get(tp, ()))
+    return replicas_act_on_znode(state, lambda tp, lai: assignments.get(tp, ()))
 
 
 def controller_active(model: Any, state: Cluster) -> bool:

@@ -13,6 +13,7 @@ from typing import Any
 
 from kcm.model.cluster import Cluster
 from kcm.model.interface import EVENTUALLY, Property, named
+from kcm.properties.controller import replicas_act_on_znode
 from kcm.reference.dataplane import leader_log
 
 
@@ -43,17 +44,7 @@ def produces_resolve(model: Any, state: Cluster) -> bool:
 def replicas_learn_leaders(model: Any, state: Cluster) -> bool:
     """Every live ISR member of a partition with a leader acts on the znode's leader and leader epoch (topics being
     deleted aside): the controller's requests reach it in the end."""
-    up = _up(state)
-    local = dict(state.replicas)
-    deleting = set(state.zk.delete_topics)
-    for tp, lai in state.zk.partitions:
-        if lai.leader < 0 or tp[0] in deleting:
-            continue
-        for b in lai.isr:
-            data = local.get((tp[0], tp[1], b))
-            if b in up and (data is None or (data.leader, data.leader_epoch) != (lai.leader, lai.leader_epoch)):
-                return False
-    return True
+    return replicas_act_on_znode(state, lambda tp, lai: lai.isr, wait_for_inflight=False)
 
 
 PROPERTIES: list[Property] = [
