@@ -32,10 +32,10 @@ def parse_address(text: str) -> tuple[str, int]:
     """HOST:PORT -> (host, port); LiveError naming the problem otherwise."""
     m = _ADDRESS.match(text)
     if m is None:
-        raise LiveError(f"{text!r} is not HOST:PORT (for example 127.0.0.1:2181)")
+        raise LiveError("not HOST:PORT (for example 127.0.0.1:2181)")
     port = int(m.group(2))
     if not 0 < port < 65536:
-        raise LiveError(f"{text!r}: port {port} is outside 1-65535")
+        raise LiveError(f"port {port} is outside 1-65535")
     return m.group(1).strip("[]"), port
 
 
@@ -55,14 +55,13 @@ def probe(host: str, port: int, timeout: float = CONNECT_TIMEOUT) -> None:
         with socket.create_connection((host, port), timeout=timeout):
             pass
     except socket.gaierror:
-        raise LiveError(f"{host}:{port}: unknown host {host!r}") from None
+        raise LiveError(f"unknown host {host!r}") from None
     except ConnectionRefusedError:
-        raise LiveError(f"{host}:{port}: connection refused (is ZooKeeper running? bash ci/zookeeper.sh start)") \
-            from None
+        raise LiveError("connection refused (is ZooKeeper running there? bash ci/zookeeper.sh start)") from None
     except TimeoutError:
-        raise LiveError(f"{host}:{port}: no answer within {CONNECT_TIMEOUT:g} s (unreachable)") from None
+        raise LiveError(f"no answer within {CONNECT_TIMEOUT:g} s (unreachable)") from None
     except OSError as err:
-        raise LiveError(f"{host}:{port}: cannot connect: {err.strerror or err}") from None
+        raise LiveError(f"cannot connect: {err.strerror or err}") from None
 
 
 class Session:
@@ -81,7 +80,7 @@ class Session:
             self.client.start(timeout=CONNECT_TIMEOUT)
         except Exception:
             self._close_client()
-            raise LiveError(f"{hosts.split('/')[0]}: no ZooKeeper session within {CONNECT_TIMEOUT:g} s") from None
+            raise LiveError(f"no ZooKeeper session within {CONNECT_TIMEOUT:g} s") from None
         self.session_id = self.client.client_id[0]
 
     def _on_state(self, state: str) -> None:

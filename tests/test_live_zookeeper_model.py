@@ -106,7 +106,8 @@ class Pair:
         """Every znode of the sequence on both sides: path -> (data, version, cversion, owner slot or None)."""
         owners = {s.session_id: i for i, s in enumerate(self.real)}
         model_owner = {sid: i for i, sid in enumerate(self.sid)}
-        model = {p: (z.data, z.version, z.cversion, model_owner.get(z.owner, z.owner or None)) for p, z in self.model.nodes}
+        model = {p: (z.data, z.version, z.cversion, model_owner.get(z.owner, z.owner or None))
+                 for p, z in self.model.nodes}
         real = {}
         for path, (data, version, cversion, owner) in self.server.snapshot(self.real[0]).items():
             if path == self.base or path.startswith(self.base + "/"):
