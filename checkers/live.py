@@ -24,15 +24,20 @@ from kcm.model import actions as A
 from kcm.model import zookeeper as zkm
 from kcm.model.cluster import Cluster, ClusterConfig, ControllerContext, initial_cluster
 from kcm.model.effects import Effects
-from kcm.model.errors import KcmError, StaleControllerEpoch
-from kcm.model.znodes import CONTROLLER, CONTROLLER_EPOCH, Layout, is_partition_state, layout
-from kcm.reference import api
+from kcm.model.errors import KcmError, StaleControllerEpoch, StaleZkVersion
+from kcm.model.txn import Txn
+from kcm.model.znodes import CONTROLLER, CONTROLLER_EPOCH, Layout, is_partition_state, layout, state_path
+from kcm.reference import api, hooks
 from kcm.reference.scenario import RunOutcome, run
 
 ADMIN = "admin"  # the session of the admin tools (topic creation, reassignment and deletion requests)
 # Steps whose partition state writes are the leader's (ISR changes), not the controller's.
 _DATA_PLANE = (A.Produce, A.Replicate, A.IsrShrink, A.Consume)
-_UNFENCED = "KAFKA-6082"  # the variant that takes the /controller_epoch check out of controller writes
+_UNFENCED = "KAFKA-6082"
+# The watches Kafka's controller keeps (path, on its children?) and the one every broker keeps on /controller.
+CONTROLLER_WATCHES = (("/brokers/ids", True), ("/brokers/topics", True), ("/admin/delete_topics", True),
+                      ("/admin/reassign_partitions", False), (CONTROLLER, False))
+BROKER_WATCHES = ((CONTROLLER, False),)  # the variant that takes the /controller_epoch check out of controller writes
 
 
 class LiveEngine:
@@ -44,6 +49,7 @@ class LiveEngine:
         self.sessions: dict[Any, tuple[int, Session]] = {}  # broker id or ADMIN -> (model session, real session)
         self.step_index = -1  # -1: the start (registrations and first election)
         self.writes = 0
+        self.notifications: list[dict[str, Any]] = []
         self.refused: list[dict[str, Any]] = []
         self.differences: list[str] = []
 
@@ -168,6 +174,7 @@ class LiveEngine:
         state, effects = api.start(config)
         self._mirror(layout(state.zk), state.ctx, not config.has(_UNFENCED), state.zk.controller)
         self._compare(state)
+        self._watch(state)
         self.step_index = 0
         return state, effects
 
@@ -178,6 +185,9 @@ class LiveEngine:
                 after, effects = api.step(config, state, action)
             except StaleControllerEpoch as err:
                 after, effects = self._fenced_attempt(config, state, action, err)
+            except StaleZkVersion as err:
+                self._stale_leader_write(config, state, action, err)
+                raise
             self._sessions_for(action, state, after)
             if isinstance(action, A.ControllerResign) and self.model.node(CONTROLLER) is not None:
                 # The controller resigns by deleting /controller (its session stays); the winner creates it anew.
@@ -192,6 +202,7 @@ class LiveEngine:
                 session = after.zk.controller if after.zk.controller in self.sessions else ADMIN
             self._mirror(layout(after.zk), after.ctx, fenced, session)
             self._compare(after)
+            self._watch(after)
             return after, effects
         finally:
             self.step_index += 1
@@ -233,6 +244,55 @@ class LiveEngine:
                                    f"ZooKeeper refused the write of controller {writer.controller_id}: {code} on "
                                    f"{path}") from None
 
+    def _stale_leader_write(self, config: ClusterConfig, state: Cluster, action: Any, err: StaleZkVersion) -> None:
+        """A leader's ISR write the model refuses for its stale zkVersion: its condition is sent to ZooKeeper.
+
+        The leader is the one the model's data plane acts as (`acting_leader`); the version is the one its last
+        LeaderAndIsr told it. The condition goes as a version check, which is what ZooKeeper evaluates first for
+        the conditional set; ZooKeeper must refuse it with BadVersion too.
+        """
+        dataplane = hooks.dataplane_module()
+        tp = getattr(action, "tp", None)
+        if dataplane is None or tp is None:
+            return
+        try:
+            leader = dataplane.acting_leader(Txn(config, state), tp)
+        except KcmError:
+            return
+        believed = dict(state.replicas)[(tp[0], tp[1], leader)].zk_version
+        path = state_path(tp)
+        answer = self._apply(leader, [("check", path, believed)], True)
+        if answer is None:
+            self.differences.append(f"step {self.step_index}: ZooKeeper accepted broker {leader}'s ISR write at "
+                                    f"zkVersion {believed}, which the model refuses ({err.name})")
+            return
+        self.refused.append({"step": self.step_index, "op": _op_name(action), "broker": leader, "path": path,
+                             "error": answer[0], "expected_version": believed,
+                             "version": dict(self.model.nodes)[path].version})
+
+    def _watch(self, state: Cluster) -> None:
+        """Compare the notifications each session received with the model's, then leave Kafka's watches again."""
+        for who, (sid, real) in sorted(self.sessions.items(), key=lambda kv: str(kv[0])):
+            self.model, expected = zkm.read_events(self.model, sid)
+            got = real.read_events()
+            self.notifications += [{"step": self.step_index, "to": "admin" if who == ADMIN else who, "event": e,
+                                    "path": p} for e, p in sorted(got)]
+            if sorted(expected) != sorted(got):
+                self.differences.append(f"after step {self.step_index}: {real.name} was notified of {sorted(got)}, "
+                                        f"the model says {sorted(expected)}")
+            if who == ADMIN:
+                continue
+            for path, children in CONTROLLER_WATCHES if who == state.zk.controller else BROKER_WATCHES:
+                try:
+                    self.model = zkm.watch(self.model, sid, path, children)
+                    expected_answer = None
+                except zkm.ZooKeeperError as e:
+                    expected_answer = e.name
+                answer = real.watch(path, children)
+                if answer != expected_answer:
+                    self.differences.append(f"after step {self.step_index}: watch on {path} by {real.name}: "
+                                            f"ZooKeeper answered {answer or 'ok'}, the model {expected_answer or 'ok'}")
+
     def _sessions_for(self, action: Any, before: Cluster, after: Cluster) -> None:
         """The session events of an accepted step: expiries for real, new sessions for (re)registrations."""
         alive_before = {b for b, s in before.brokers if s.alive}
@@ -265,7 +325,8 @@ class LiveEngine:
     def report(self) -> dict[str, Any]:
         """The `zookeeper` part of the live result document."""
         return {"server": self.server.address, "chroot": self.server.chroot, "operations": self.writes,
-                "refused_writes": self.refused, "differences": self.differences}
+                "notifications": self.notifications, "refused_writes": self.refused,
+                "differences": self.differences}
 
 
 def _op_name(action: Any) -> str:

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from kcm.checkers import live
 from kcm.checkers.zk_server import LiveError, Session
-from kcm.cli import main as cli_main
 from kcm.reference.scenario import parse_text, run
 
+from kcm.cli import main as cli_main
 from tests.live_server import zookeeper_address
 
 SCENARIOS = sorted(Path(str(resources.files("kcm.specs").joinpath("scenarios"))).rglob("*.json"))
@@ -79,6 +79,22 @@ def test_zombie_write_refused_by_zookeeper(zk: str, capsys: pytest.CaptureFixtur
     assert doc["log"][2]["error"] == "StaleControllerEpoch"
     assert "ZooKeeper refused" in doc["log"][2]["message"]
     assert doc["partitions"]["t-0"]["leader"] == 0
+
+
+def test_stale_leader_isr_write_refused_by_zookeeper(zk: str) -> None:
+    """A leader's ISR write at an outdated zkVersion is refused by ZooKeeper's version check too."""
+    path = next(p for p in SCENARIOS if p.name == "stale-isr-shrink.json")
+    report = live.run_live(parse_text(path.read_bytes()), zk).result["zookeeper"]
+    assert [(r["op"], r["error"], r["expected_version"], r["version"]) for r in report["refused_writes"]] == \
+        [("isr_shrink", "BadVersion", 0, 1)]
+
+
+def test_controller_notified_of_broker_failure(zk: str) -> None:
+    """The controller's child watch on /brokers/ids fires when a broker's session expires, as the model says."""
+    path = next(p for p in SCENARIOS if p.name == "broker-failure.json" and p.parent.name == "ops")
+    report = live.run_live(parse_text(path.read_bytes()), zk).result["zookeeper"]
+    assert {"step": 1, "to": 0, "event": "NodeChildrenChanged", "path": "/brokers/ids"} in report["notifications"]
+    assert report["differences"] == []
 
 
 def test_unfenced_zombie_write_accepted_by_zookeeper(zk: str) -> None:
