@@ -103,6 +103,7 @@ class LiveEngine:
         owners = {sid: who for who, (sid, _) in self.sessions.items()}
 
         def owner_of(path: str) -> Any:
+            """Who owns the ephemeral znode at path now (None: persistent or absent)."""
             node = current.get(path)
             return None if node is None or node.owner == zkm.PERSISTENT else owners.get(node.owner, "gone")
 

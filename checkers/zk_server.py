@@ -116,11 +116,15 @@ class Session:
                 raise
             if "Timeout" in type(err).__name__:
                 raise LiveError(f"ZooKeeper did not answer {self.name} within {SESSION_TIMEOUT:g} s") from None
+            if isinstance(err, exceptions.KazooException):
+                raise LiveError(f"ZooKeeper answered {self.name} with {type(err).__name__}") from None
             raise
 
     def run(self, ops: list[tuple], as_multi: bool) -> tuple[str, int] | None:
-        """Perform ops (as `kcm.model.zookeeper.multi` takes them), one transaction when as_multi; None if all
-        succeeded, else (ZooKeeper's error name, index of the failing op)."""
+        """Perform ops (as `kcm.model.zookeeper.multi` takes them): None, or (ZooKeeper's error, failing op's index).
+
+        With as_multi they go as one transaction (all or nothing), else one by one up to the first refusal.
+        """
         c = self.client
         if not as_multi:
             for i, op in enumerate(ops):
@@ -198,6 +202,7 @@ def _single(c: Any, op: tuple) -> Any:
         return lambda: c.delete(path, version=args[0])
 
     def check() -> None:
+        """A lone version check, sent as a one-op transaction (ZooKeeper has no other form of it)."""
         tx = c.transaction()
         tx.check(path, args[0])
         for r in tx.commit():

@@ -8,6 +8,7 @@ left running in this checkout, and skip with that advice when there is none.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -47,8 +48,10 @@ def zookeeper_address(request: pytest.FixtureRequest) -> str:
             _started[state] = done.stdout.strip().splitlines()[-1]
 
             def stop() -> None:
+                """Stop the server this session started and remove its state directory."""
                 _script("stop", state=state)
                 _started.pop(state, None)
+                shutil.rmtree(state, ignore_errors=True)
 
             request.session.config.add_cleanup(stop)
         return next(iter(_started.values()))

@@ -21,16 +21,16 @@ SCENARIOS = sorted(Path(str(resources.files("kcm.specs").joinpath("scenarios")))
 ZOMBIE = next(p for p in SCENARIOS if p.name == "zombie-controller-fenced.json")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def zk(request: pytest.FixtureRequest) -> str:
     """HOST:PORT of the live server."""
     return zookeeper_address(request)
 
 
-def _chroots(address: str) -> set[str]:
+def _exists(address: str, path: str) -> bool:
     s = Session(address, "the test")
     try:
-        return {c for c in s.call(s.client.get_children, "/") if c.startswith("kcm-live-")}
+        return s.call(s.client.exists, path) is not None
     finally:
         s.close()
 
@@ -48,7 +48,6 @@ def test_live_result_equals_simulated(zk: str, path: Path) -> None:
     """Every library scenario gives the same result document and log live as simulated; ZooKeeper agrees."""
     doc = parse_text(path.read_bytes())
     simulated = run(doc, trace=True)
-    before = _chroots(zk)
     lived = live.run_live(doc, zk, trace=True)
     report = lived.result.pop("zookeeper")
     assert report["differences"] == []
@@ -59,7 +58,7 @@ def test_live_result_equals_simulated(zk: str, path: Path) -> None:
         assert len(lived.mismatches) == len(simulated.mismatches)  # a refusal's message names ZooKeeper
     else:
         assert lived.mismatches == simulated.mismatches
-    assert _chroots(zk) <= before  # the run's chroot is gone
+    assert not _exists(zk, report["chroot"])  # the run's chroot is gone
 
 
 def _cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -134,8 +133,11 @@ def test_refused_connection_exits_2(zk: str, capsys: pytest.CaptureFixture[str])
 def test_lost_session_mid_run(zk: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """A controller session expired behind the run's back: exit 2 with one line; no znode, no thread left."""
     real_step = live.LiveEngine.step
+    chroots: list[str] = []
 
     def step(self: live.LiveEngine, config: Any, state: Any, action: Any) -> Any:
+        """The engine's step, after ending the controller's session behind its back before step 1."""
+        chroots.append(self.server.chroot)
         if self.step_index == 1:
             # Someone else ends the controller's session; the engine does not know.
             _, session = self.sessions[state.zk.controller]
@@ -148,12 +150,11 @@ def test_lost_session_mid_run(zk: str, monkeypatch: pytest.MonkeyPatch, capsys: 
         return real_step(self, config, state, action)
 
     monkeypatch.setattr(live.LiveEngine, "step", step)
-    before = _chroots(zk)
     threads = threading.active_count()
     code, out, err = _cli(["run", "--zookeeper", zk, str(ZOMBIE)], capsys)
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and "lost mid-run" in err, err
-    assert _chroots(zk) <= before
+    assert chroots and not _exists(zk, chroots[0])
     assert threading.active_count() <= threads
 
 

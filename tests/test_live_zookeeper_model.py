@@ -115,10 +115,16 @@ class Pair:
         return model, real
 
 
+@pytest.fixture(scope="session")
+def zk_address(request: pytest.FixtureRequest) -> str:
+    """HOST:PORT of the live server (started for the session in CI)."""
+    return zookeeper_address(request)
+
+
 @pytest.fixture(scope="module")
-def server(request: pytest.FixtureRequest) -> Any:
+def server(zk_address: str) -> Any:
     """One chroot on the live server for the module's sequences, deleted afterwards."""
-    srv = Server(zookeeper_address(request), prefix="kcm-difftest")
+    srv = Server(zk_address, prefix="kcm-difftest")
     yield srv
     srv.close()
 
