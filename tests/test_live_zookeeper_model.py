@@ -3,8 +3,8 @@
 Hypothesis generates sequences of operations (create, ephemeral create, conditional set, delete, a multi of a
 version check and a set, session expiry, leaving a watch, reading the watch events that fired) over two client
 sessions. Each sequence runs on the model and on the server, under a fresh znode of its own; every outcome
-(success or ZooKeeper's error), the events each session read, and at the end every znode's data, version,
-cversion and ephemeral owner must match.
+(success or ZooKeeper's error), the watch events each session received after each operation, and at the end
+every znode's data, version, cversion and ephemeral owner must match.
 """
 
 from __future__ import annotations
@@ -13,27 +13,28 @@ import itertools
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from kcm.checkers.zk_server import Server, Session
 from kcm.model import zookeeper as zkm
 
 from tests.live_server import zookeeper_address
 
-PATHS = ("/a", "/a/b", "/a/c", "/d", "/d/e")
+PATHS = ("/a", "/a/b", "/c")
 SLOTS = (0, 1)
 VERSIONS = st.sampled_from((-1, 0, 1, 2))
 DATA = st.sampled_from((b"", b"x", b"yy"))
 
 CREATES = st.tuples(st.just("create"), st.sampled_from(SLOTS), st.sampled_from(PATHS), DATA, st.booleans())
+# Hypothesis leans towards the first alternatives: watches and writes of existing znodes come first.
 OPS = st.one_of(
-    CREATES,
+    st.tuples(st.just("watch"), st.sampled_from(SLOTS), st.sampled_from(("/",) + PATHS), st.booleans()),
+    st.tuples(st.just("delete"), st.sampled_from(SLOTS), st.sampled_from(PATHS), st.sampled_from((-1, 0, 1))),
     st.tuples(st.just("set"), st.sampled_from(SLOTS), st.sampled_from(PATHS), DATA, VERSIONS),
-    st.tuples(st.just("delete"), st.sampled_from(SLOTS), st.sampled_from(PATHS), VERSIONS),
     st.tuples(st.just("fenced_set"), st.sampled_from(SLOTS), st.sampled_from(PATHS), VERSIONS,
               st.sampled_from(PATHS), DATA, VERSIONS),
+    CREATES,
     st.tuples(st.just("expire"), st.sampled_from(SLOTS)),
-    st.tuples(st.just("watch"), st.sampled_from(SLOTS), st.sampled_from(("/",) + PATHS), st.booleans()),
     st.tuples(st.just("read"), st.sampled_from(SLOTS)),
 )
 
@@ -132,9 +133,20 @@ def server(zk_address: str) -> Any:
 _counter = itertools.count()
 
 
-@settings(max_examples=200, derandomize=True, deadline=None, database=None,
+@settings(max_examples=200,  # generated sequences, besides the explicit examples
+          derandomize=True, deadline=None, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(first=st.lists(CREATES, min_size=1, max_size=4), rest=st.lists(OPS, min_size=1, max_size=14))
+@given(first=st.lists(CREATES, min_size=1, max_size=4), rest=st.lists(OPS, min_size=3, max_size=20))
+# Three sequences every run includes besides the generated ones: a child watch on a znode that is then deleted;
+# an ephemeral znode watched by the other session when its owner's session expires; a fenced write refused by its
+# version check while its target was watched.
+@example(first=[("create", 0, "/a", b"x", False)], rest=[("watch", 1, "/a", True), ("delete", 0, "/a", -1),
+                                                         ("watch", 0, "/a", True), ("watch", 0, "/", False)])
+@example(first=[("create", 0, "/a", b"", True)], rest=[("watch", 1, "/a", False), ("watch", 1, "/", True),
+                                                       ("expire", 0), ("create", 0, "/a", b"", False)])
+@example(first=[("create", 0, "/a", b"", False), ("create", 0, "/c", b"", False)],
+         rest=[("watch", 1, "/c", False), ("fenced_set", 0, "/a", 1, "/c", b"x", 0),
+               ("fenced_set", 0, "/a", 0, "/c", b"x", 0)])
 def test_model_matches_server(server: Server, first: list[tuple], rest: list[tuple]) -> None:
     """Every outcome, every event read and the final tree agree between the model and the server."""
     ops = first + rest  # a few creates first, so that later writes mostly find their znodes
@@ -150,6 +162,9 @@ def test_model_matches_server(server: Server, first: list[tuple], rest: list[tup
         for i, op in enumerate(ops):
             model, real = pair.step(op)
             assert model == real, f"op {i} {op}: model {model}, server {real}"
+            for slot in SLOTS:  # the watch events each op fired, op by op
+                model, real = pair.step(("read", slot))
+                assert model == real, f"events of client {slot} after op {i} {op}: model {model}, server {real}"
         model_tree, real_tree = pair.trees()
         assert model_tree == real_tree
     finally:
