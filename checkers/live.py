@@ -17,6 +17,8 @@ BadVersion on /controller_epoch is what refuses the step in the live run. Reques
 
 from __future__ import annotations
 
+import signal
+import threading
 from typing import Any
 
 from kcm.checkers.zk_server import LiveError, Server, Session
@@ -352,18 +354,46 @@ def _node(n: tuple | None) -> str:
 def run_live(doc: dict[str, Any], address: str, trace: bool = False) -> RunOutcome:
     """Run a validated scenario on a real ZooKeeper at address (HOST:PORT); LiveError if it cannot go on.
 
-    The run's znodes live under a fresh chroot that is deleted at the end, whatever happens.
+    The run's znodes live under a fresh chroot that is deleted at the end, whatever happens (a SIGTERM included).
+    The simulated run of the same scenario is made too, and any field where the two result documents differ is
+    listed with ZooKeeper's differences.
     """
-    server = Server(address)
+    previous = _exit_on_sigterm()
     try:
-        engine = LiveEngine(server)
-        outcome = run(doc, trace=trace, engine=engine)
-        report = engine.report()
+        server = Server(address)
+        try:
+            engine = LiveEngine(server)
+            outcome = run(doc, trace=trace, engine=engine)
+            report = engine.report()
+        finally:
+            server.close()
     finally:
-        server.close()
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+    simulated = run(doc, trace=trace).result
+    for key in sorted(set(simulated) | set(outcome.result)):
+        live_value, plain = outcome.result.get(key), simulated.get(key)
+        if key == "log" and live_value is not None and plain is not None:
+            # A step ZooKeeper refused names ZooKeeper in its message; the rest of the log must be the same.
+            steps = {r["step"] for r in report["refused_writes"]}
+            live_value, plain = ([{k: v for k, v in e.items() if not (k == "message" and e["step"] in steps)}
+                                  for e in log] for log in (live_value, plain))
+        if live_value != plain:
+            report["differences"].append(f"the result's {key!r} differs from the simulated run's")
     outcome.result["zookeeper"] = report
     outcome.mismatches += [f"zookeeper: {d}" for d in report["differences"]]
     return outcome
+
+
+def _exit_on_sigterm() -> Any:
+    """Make SIGTERM unwind the run (so its sessions close and its chroot goes); the previous handler, or None."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def stop(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    return signal.signal(signal.SIGTERM, stop)
 
 
 __all__ = ["LiveEngine", "LiveError", "run_live"]

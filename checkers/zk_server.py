@@ -217,7 +217,7 @@ class Server:
     def __init__(self, address: str, prefix: str = "kcm-live") -> None:
         host, port = parse_address(address)
         probe(host, port)
-        self.address = f"{host}:{port}"
+        self.address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         self.chroot = f"/{prefix}-{uuid.uuid4().hex[:12]}"
         self.hosts = self.address + self.chroot
         self.sessions: list[Session] = []

@@ -175,3 +175,40 @@ def test_cli_flag_is_declared() -> None:
     p = argparse.ArgumentParser()
     run_cmd.add_arguments(p)
     assert p.parse_args(["--zookeeper", "h:1", "s.json"]).zookeeper == "h:1"
+
+
+def test_divergence_from_the_simulated_run_is_listed(zk: str, monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """Were ZooKeeper to take the zombie's write, the live result would differ from the simulated run's: exit 1."""
+
+    def accepted(self: live.LiveEngine, config: Any, state: Any, action: Any, err: Any) -> Any:
+        """As if ZooKeeper had accepted the stale controller's write: the unfenced step's state is taken."""
+        return live.api.step(config._replace(variants=config.variants + ("KAFKA-6082",)), state, action)
+
+    monkeypatch.setattr(live.LiveEngine, "_fenced_attempt", accepted)
+    code, out, err = _cli(["run", "--zookeeper", zk, str(ZOMBIE)], capsys)
+    assert code == 1
+    assert "the result's 'partitions' differs from the simulated run's" in json.loads(out)["zookeeper"]["differences"]
+
+
+def test_sigterm_mid_run_leaves_no_chroot(zk: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A SIGTERM during a live run unwinds it: sessions closed, chroot deleted."""
+    import os
+    import signal
+
+    real_step = live.LiveEngine.step
+    chroots: list[str] = []
+
+    def step(self: live.LiveEngine, config: Any, state: Any, action: Any) -> Any:
+        """The engine's step, after this process receives SIGTERM before step 1."""
+        chroots.append(self.server.chroot)
+        if self.step_index == 1:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return real_step(self, config, state, action)
+
+    monkeypatch.setattr(live.LiveEngine, "step", step)
+    handler = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(SystemExit):
+        live.run_live(parse_text(ZOMBIE.read_bytes()), zk)
+    assert signal.getsignal(signal.SIGTERM) is handler
+    assert chroots and not _exists(zk, chroots[0])
