@@ -114,14 +114,11 @@ class LiveEngine:
         if CONTROLLER in gone:  # /controller first: it is how every broker learns the controller resigned
             self._apply(ADMIN, [("delete", CONTROLLER, current[CONTROLLER].version)], False)
             gone.remove(CONTROLLER)
-        new = sorted(p for p in target if p not in current or p in gone)
-        for path in sorted((p for p in gone if p not in new), reverse=True):
-            node = dict(self.model.nodes).get(path)
-            if node is not None:
-                self._apply(ADMIN, [("delete", path, node.version)], False)
-        for path in sorted((p for p in gone if p in new), reverse=True):
-            node = dict(self.model.nodes).get(path)
-            if node is not None:
+        # Parents before children; an election before the writes the new controller makes under its epoch.
+        new = sorted((p for p in target if p not in current or p in gone), key=lambda p: (p != CONTROLLER, p))
+        for path in sorted(gone, reverse=True):  # children before parents
+            node = self.model.node(path)
+            if node is not None:  # an ephemeral may have gone with its session already
                 self._apply(ADMIN, [("delete", path, node.version)], False)
         epoch = dict(self.model.nodes).get(CONTROLLER_EPOCH)
         for path in new:
@@ -137,7 +134,7 @@ class LiveEngine:
                         self._fence([create], writer, fenced, path), fenced and is_partition_state(path))
             if want.version:
                 self._sets(path, want, want.version, writer, fenced, session)
-        for path in sorted(target):
+        for path in sorted(target, key=lambda p: (p != CONTROLLER_EPOCH, p)):  # the epoch before fenced writes
             if path in new:
                 continue
             node = dict(self.model.nodes)[path]
