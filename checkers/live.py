@@ -123,6 +123,12 @@ class LiveEngine:
         epoch = dict(self.model.nodes).get(CONTROLLER_EPOCH)
         for path in new:
             want = target[path]
+            if want.owner is not None and want.owner not in self.sessions:
+                # An ephemeral znode lives only as long as its owner's session: the model keeps one ZooKeeper
+                # would have removed (or one for a broker that never opened a session).
+                self.differences.append(f"step {self.step_index}: the model has {path}, ephemeral to broker "
+                                        f"{want.owner}, which has no ZooKeeper session")
+                continue
             create = ("create", path, want.data, want.owner is not None)
             if path == CONTROLLER and epoch is not None and target[CONTROLLER_EPOCH].version is not None \
                     and target[CONTROLLER_EPOCH].version > epoch.version:

@@ -212,3 +212,21 @@ def test_sigterm_mid_run_leaves_no_chroot(zk: str, monkeypatch: pytest.MonkeyPat
         live.run_live(parse_text(ZOMBIE.read_bytes()), zk)
     assert signal.getsignal(signal.SIGTERM) is handler
     assert chroots and not _exists(zk, chroots[0])
+
+
+def test_model_keeping_a_dead_brokers_registration_is_listed(zk: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A model that kept /brokers/ids/N after N's session expired disagrees with ZooKeeper, and the run says so."""
+    from kcm.model import actions as A
+    from kcm.reference import api, brokers
+
+    def broker_fail_keeping_registration(t: Any, a: Any) -> None:
+        """broker_fail, with the registration put back (a model bug ZooKeeper's session expiry exposes)."""
+        brokers.broker_fail(t, a)
+        t.zk.brokers.add(a.broker)
+
+    monkeypatch.setitem(api.HANDLERS, A.BrokerFail, broker_fail_keeping_registration)
+    path = next(p for p in SCENARIOS if p.name == "broker-failure.json" and p.parent.name == "ops")
+    outcome = live.run_live(parse_text(path.read_bytes()), zk)
+    assert outcome.exit_code == 1
+    assert outcome.result["zookeeper"]["differences"] == [
+        "step 1: the model has /brokers/ids/1, ephemeral to broker 1, which has no ZooKeeper session"]
