@@ -118,8 +118,13 @@ class LiveEngine:
         new = sorted((p for p in target if p not in current or p in gone), key=lambda p: (p != CONTROLLER, p))
         for path in sorted(gone, reverse=True):  # children before parents
             node = self.model.node(path)
-            if node is not None:  # an ephemeral may have gone with its session already
-                self._apply(ADMIN, [("delete", path, node.version)], False)
+            if node is None:
+                continue  # an ephemeral gone with its session already
+            if node.owner != zkm.PERSISTENT:
+                # Kafka never deletes a broker's registration: it goes when the session ends, which the step did not.
+                self.differences.append(f"step {self.step_index}: the model removes {path} while the session of "
+                                        f"broker {owner_of(path)} that owns it is open")
+            self._apply(ADMIN, [("delete", path, node.version)], False)
         epoch = dict(self.model.nodes).get(CONTROLLER_EPOCH)
         for path in new:
             want = target[path]
