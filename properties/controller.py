@@ -153,7 +153,12 @@ def moves_follow_the_table(model: Any, before: Cluster, action: Any, after: Clus
 
 
 def deletion_states_only_while_deleting(model: Any, state: Cluster) -> bool:
-    """Only replicas of topics queued for deletion are in ReplicaDeletionStarted/Successful/Ineligible."""
+    """Only replicas of topics queued for deletion rest in ReplicaDeletionStarted/Successful/Ineligible.
+
+    It judges the moves the controller makes on its own: a reassignment's last step passes dropped replicas
+    through the deletion states within the step. A direct `replica_transition` into them is judged by the table
+    alone (as Kafka's) and is outside this property's scope (`hypothesis_machine.outside_controller_paths`).
+    """
     deleting = set(state.ctx.topics_to_delete)
     return all(s not in ReplicaState.DELETION or topic in deleting
                for (topic, _p, _b), s in state.ctx.replica_states)
