@@ -114,7 +114,8 @@ def reassignment_ar_is_union(model: Any, state: Cluster) -> bool:
 
 
 def ar_shrinks_only_last(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
-    """Replicas leave a partition's AR only in the step that completes its reassignment, after RAR joined the ISR."""
+    """A replica of the original assignment leaves AR only in the last step of a reassignment (RAR in the ISR);
+    a replica that was only in an abandoned target may leave when the reassignment is replaced."""
     if after.zk.assignments is before.zk.assignments:
         return True  # no AR changed
     new = dict(after.zk.assignments)
@@ -126,12 +127,21 @@ def ar_shrinks_only_last(model: Any, before: Cluster, action: Any, after: Cluste
         r = moving.get(tp)
         if r is None and get(before.zk.reassign_partitions, tp) is not None:
             # Written while no controller was active: the next controller resumes (and may complete) it.
-            r = Reassignment(tuple(ar), tuple(get(before.zk.reassign_partitions, tp)))
+            r = Reassignment(tuple(get(before.zk.reassign_original, tp, ar)),
+                             tuple(get(before.zk.reassign_partitions, tp)))
         if isinstance(action, Reassign) and action.tp == tp:
-            # A new reassignment (or one replacing it, rule 9) whose target is already in the ISR completes at once.
-            r = Reassignment(tuple(ar), tuple(action.replicas))
-        if r is None or get(after.ctx.reassignments, tp) is not None:
-            return False  # shrunk outside a reassignment, or before it finished
+            # A new reassignment, or one replacing it from the same original replicas (rule 9).
+            r = Reassignment(r.original if r is not None else tuple(ar), tuple(action.replicas))
+        if r is None:
+            return False  # shrunk outside a reassignment
+        lost = set(ar) - set(now)
+        if not lost & set(r.original):
+            # Only replicas of an abandoned target left: they must not be in the target now in force.
+            if lost & set(r.target):
+                return False
+            continue
+        if get(after.ctx.reassignments, tp) is not None:
+            return False  # an original replica left before the reassignment finished
         if tuple(now) != r.target:
             return False
         lai = get(after.zk.partitions, tp)
