@@ -17,13 +17,18 @@ from kcm.model.states import PartitionState, ReplicaState
 
 
 def leader_in_isr_in_ar(model: Any, state: Cluster) -> bool:
-    """Every partition znode has no leader, or a leader in its ISR; its ISR is a subset of its AR."""
+    """Every partition znode has no leader, or a leader in its ISR; its ISR is a subset of its AR.
+
+    One exception, Kafka's own: a leaderless partition may keep, as its one ISR member, a replica that left AR.
+    The controller never empties the ISR (rule 12), and a replaced reassignment (rule 9) drops the replicas only
+    in the abandoned target through OfflineReplica even when one of them is the last ISR member.
+    """
     assignments = dict(state.zk.assignments)
     for tp, lai in state.zk.partitions:
         ar = assignments.get(tp, ())
         if lai.leader != NO_LEADER and lai.leader not in lai.isr:
             return False
-        if not set(lai.isr) <= set(ar):
+        if not set(lai.isr) <= set(ar) and not (lai.leader == NO_LEADER and len(lai.isr) == 1):
             return False
     return True
 

@@ -30,6 +30,10 @@ def test_leader_in_isr_in_ar():
     assert pc.leader_in_isr_in_ar(MODEL, _state(leader=-1, isr=(1,)))
     assert not pc.leader_in_isr_in_ar(MODEL, _state(leader=3, isr=(0, 1)))
     assert not pc.leader_in_isr_in_ar(MODEL, _state(isr=(0, 1, 3)))
+    # A leaderless partition's last ISR member may have left AR (a replaced reassignment dropped it); no other.
+    assert pc.leader_in_isr_in_ar(MODEL, _state(leader=-1, isr=(3,)))
+    assert not pc.leader_in_isr_in_ar(MODEL, _state(leader=-1, isr=(1, 3)))
+    assert not pc.leader_in_isr_in_ar(MODEL, _state(leader=3, isr=(3,)))
 
 
 def test_elected_leader_recorded():
