@@ -64,7 +64,7 @@ def replay(name: str, steps: int):
     ("dtt-delete-during-add-partitions.json", 7),  # testDeleteTopicDuringAddPartition
     ("dtt-add-partitions-after-delete.json", 4),  # testAddPartitionDuringDeleteTopic
     ("dtt-delete-already-deleted.json", 4),  # testDeleteTopicAlreadyMarkedAsDeleted
-    ("tdm-basic.json", 2),  # TopicDeletionManagerTest.testBasicDeletion
+    ("tdm-basic.json", 4),  # TopicDeletionManagerTest.testBasicDeletion (foo; bar alike)
     ("tdm-offline-resume.json", 4),  # TopicDeletionManagerTest.testDeletionWithBrokerOffline
 ])
 def test_the_topic_is_gone_everywhere(name, steps):
@@ -127,7 +127,7 @@ def test_deletion_manager_initialization():
 
 
 def halted() -> tuple:
-    """Config and state of tdm-offline.json: topic t queued for deletion, waiting for broker 2."""
+    """Config and state of tdm-offline.json: topic foo queued for deletion, waiting for broker 2."""
     return replay("tdm-offline.json", 3)
 
 
@@ -135,7 +135,7 @@ def test_deleting_a_topic_already_marked_for_deletion():
     """testDeleteTopicAlreadyMarkedAsDeleted, with the first deletion still waiting for a broker."""
     config, state = halted()
     with pytest.raises(UnknownTopicOrPartition):
-        api.step(config, state, DeleteTopic("t"))
+        api.step(config, state, DeleteTopic("foo"))
 
 
 def test_partitions_are_nonexistent_once_deletion_starts():
@@ -143,10 +143,10 @@ def test_partitions_are_nonexistent_once_deletion_starts():
     queued its partitions are NonExistentPartition (OfflinePartition first, before any replica moves), while the
     replica on the dead broker went ReplicaDeletionIneligible and then, the live ones answered, OfflineReplica."""
     config, before = replay("tdm-offline.json", 2)
-    state, effects = api.step(config, before, DeleteTopic("t"))
+    state, effects = api.step(config, before, DeleteTopic("foo"))
     changes = [(c.machine, c.from_state, c.to_state) for c in effects.state_changes]
-    assert changes[:2] == [("partition", P.ONLINE, P.OFFLINE), ("partition", P.OFFLINE, P.NON_EXISTENT)]
+    assert changes[:4] == [("partition", P.ONLINE, P.OFFLINE)] * 2 + [("partition", P.OFFLINE, P.NON_EXISTENT)] * 2
     assert ("replica", "OfflineReplica", "ReplicaDeletionIneligible") in changes
     assert changes[-1] == ("replica", "ReplicaDeletionIneligible", "OfflineReplica")
-    assert get(state.ctx.replica_states, ("t", 0, 2)) == "OfflineReplica"
-    assert get(state.ctx.partition_states, ("t", 0), P.NON_EXISTENT) == P.NON_EXISTENT
+    assert get(state.ctx.replica_states, ("foo", 0, 2)) == "OfflineReplica"
+    assert get(state.ctx.partition_states, ("foo", 0), P.NON_EXISTENT) == P.NON_EXISTENT
