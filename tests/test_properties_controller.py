@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+from kcm.model.actions import Reassign
 from kcm.model.cluster import ClusterConfig, LeaderAndIsr, Reassignment, initial_cluster
 from kcm.model.effects import Effects, LeaderAndIsrRequest, StateChange
 from kcm.model.txn import Txn
@@ -94,6 +95,19 @@ def test_ar_shrinks_only_as_the_last_step_of_a_reassignment():
     assert not pc.ar_shrinks_only_last(MODEL, during, None, early, Effects())
     assert not pc.ar_shrinks_only_last(MODEL, during, None, not_in_isr, Effects())
     assert not pc.ar_shrinks_only_last(MODEL, plain, None, _state(ar=(0, 1), isr=(0, 1)), Effects())
+
+
+def test_a_replica_only_in_an_abandoned_target_leaves_when_the_reassignment_is_replaced():
+    """Rule 9: [0, 1] -> [1, 2] replaced by -> [1, 3] drops 2 at once; no original replica may leave that way."""
+    first, second = Reassignment((0, 1), (1, 2)), Reassignment((0, 1), (1, 3))
+    during = _state(ar=first.replicas, isr=(0, 1), reassign=first)
+    replaced = _state(ar=second.replicas, isr=(0, 1), reassign=second)
+    replace = Reassign(TP, (1, 3))
+    assert pc.ar_shrinks_only_last(MODEL, during, replace, replaced, Effects())
+    # 2 leaving while [1, 2] is still the target in force, or an original replica (0) leaving early, are not allowed.
+    assert not pc.ar_shrinks_only_last(MODEL, during, None, _state(ar=(1, 0), isr=(0, 1), reassign=first), Effects())
+    dropped_original = _state(ar=(1, 3), isr=(0, 1), reassign=second)
+    assert not pc.ar_shrinks_only_last(MODEL, during, replace, dropped_original, Effects())
 
 
 def test_moves_follow_the_table_of_the_active_rules():
