@@ -176,3 +176,10 @@ def test_direct_calls_no_controller_operation_makes_are_left_out_of_the_referenc
     assert outside(deleting, ReplicaTransition(((("t", 0), 2),), "OnlineReplica"))
     assert not outside(deleting, PartitionTransition((("u", 0),), "OnlinePartition"))
     assert not outside(deleting, BrokerFail(0))
+    # A deletion state for a topic not queued for deletion (a dead broker's replica, so only that rule applies): the
+    # table allows it, and the replica would rest there outside DeletionStatesOnlyWhileDeleting's scope.
+    dead = _run(config, [CreateTopic("u", ((0, (2, 0, 1)),), 0, 0), BrokerFail(1)])
+    into_deletion = ReplicaTransition(((("u", 0), 1),), "ReplicaDeletionStarted")
+    assert outside(dead, into_deletion)
+    assert not pc.deletion_states_only_while_deleting(MODEL, _run(config, [CreateTopic("u", ((0, (2, 0, 1)),), 0, 0),
+                                                                           BrokerFail(1), into_deletion]))
