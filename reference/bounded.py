@@ -38,8 +38,8 @@ REACHED_ONLY_WITH = {
     "SomeReassignmentCompletes": {"reassignment"},
     "SomeTopicDeletionCompletes": {"deletion"},
     "SomeStaleRequestRefused": {"delivery:async"},
-    "some_record_acked": {"data_plane"},
-    "some_record_consumed": {"consume"},
+    "SomeRecordAcked": {"data_plane"},
+    "SomeRecordConsumed": {"consume"},
     # EVENTUALLY properties: without follower fetches nothing catches up, so every run would look stuck
     "ReassignmentsFinish": {"data_plane"},
     "ProducesResolve": {"data_plane"},

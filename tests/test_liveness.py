@@ -110,7 +110,7 @@ def test_the_shipped_liveness_config_settles_under_fairness() -> None:
     verdicts = found.verdicts(model.properties())
     assert verdicts["ReassignmentsFinish"] == verdicts["ProducesResolve"] == "holds"
     assert verdicts["ReplicasLearnLeaders"] == "holds"
-    assert verdicts["some_record_consumed"] == "reached" and verdicts["consumed_records_survive"] == "holds"
+    assert verdicts["SomeRecordConsumed"] == "reached" and verdicts["ConsumedRecordsSurvive"] == "holds"
 
 
 @pytest.mark.parametrize("variant", ["KAFKA-1120", "KAFKA-6082"])

@@ -105,13 +105,13 @@ EXPLORER_ONLY: dict[str, str] = {
     "DeletedTopicsLeaveNothing": _NO_REASSIGN_OR_DELETE,
     "SomeReassignmentCompletes": _NO_REASSIGN_OR_DELETE,
     "SomeTopicDeletionCompletes": _NO_REASSIGN_OR_DELETE,
-    "acked_records_survive": _NO_DATA_PLANE,
-    "isr_joins_reach_epoch_start": _NO_DATA_PLANE,
-    "consumed_records_survive": _NO_DATA_PLANE,
-    "logs_agree_below_hw": _NO_DATA_PLANE,
-    "leader_hw_monotone": _NO_DATA_PLANE,
-    "some_record_acked": _NO_DATA_PLANE,
-    "some_record_consumed": _NO_DATA_PLANE,
+    "AckedRecordsSurvive": _NO_DATA_PLANE,
+    "IsrJoinsReachEpochStart": _NO_DATA_PLANE,
+    "ConsumedRecordsSurvive": _NO_DATA_PLANE,
+    "LogsAgreeBelowHw": _NO_DATA_PLANE,
+    "LeaderHwMonotone": _NO_DATA_PLANE,
+    "SomeRecordAcked": _NO_DATA_PLANE,
+    "SomeRecordConsumed": _NO_DATA_PLANE,
 }
 
 
