@@ -29,12 +29,12 @@ _FAMILY_OF = {scl.LEGACY: scl.LEGACY, scl.V08: scl.LEGACY, scl.V09_10: scl.LEGAC
 # How many events are looked at to detect the version before the rule set has to be fixed.
 DETECTION_WINDOW = 5000
 
-RULE_PARTITION_TABLE = "partition-table"
-RULE_REPLICA_TABLE = "replica-table"
-RULE_CONTROLLER_EPOCH = "controller-epoch-never-decreases"
-RULE_BROKER_STALE_EPOCH = "broker-applies-no-stale-controller-epoch"
-RULE_LEADER_EPOCH = "leader-epoch-never-decreases"
-RULE_ONE_LEADER_PER_EPOCH = "one-leader-per-leader-epoch"
+RULE_PARTITION_TABLE = "ValidTransition"
+RULE_REPLICA_TABLE = "ValidTransition"
+RULE_CONTROLLER_EPOCH = "ControllerEpochMonotone"
+RULE_BROKER_STALE_EPOCH = "EpochFencing"
+RULE_LEADER_EPOCH = "LeaderEpochMonotone"
+RULE_ONE_LEADER_PER_EPOCH = "OneLeaderPerEpoch"
 WARN_MISSED = "missed-transition"
 
 

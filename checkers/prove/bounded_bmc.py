@@ -89,6 +89,7 @@ _NO_REASSIGN_OR_DELETE = "the encoded families never reassign or delete, and the
 _NO_DATA_PLANE = "the encoding has no logs (no data-plane family is encoded)"
 _ONE_COPY = "the encoding keeps one copy of what the controller caches from ZooKeeper and of broker liveness"
 _NOT_RESTATED = "it reads a step's requests and writes, which the encoding does not record"
+_LIVENESS = "a liveness property is judged on the explored graph's fair cycles, which bounded paths do not show"
 EXPLORER_ONLY: dict[str, str] = {
     "CleanElection": _NOT_RESTATED,
     "ZkEpochFencing": _NOT_RESTATED,
@@ -112,6 +113,10 @@ EXPLORER_ONLY: dict[str, str] = {
     "LeaderHwMonotone": _NO_DATA_PLANE,
     "SomeRecordAcked": _NO_DATA_PLANE,
     "SomeRecordConsumed": _NO_DATA_PLANE,
+    "ReassignmentsFinish": _LIVENESS,
+    "DeletionsFinish": _LIVENESS,
+    "ProducesResolve": _LIVENESS,
+    "ReplicasLearnLeaders": _LIVENESS,
 }
 
 
