@@ -61,7 +61,7 @@ def test_prove_stage_fails_with_a_trace_when_a_bug_is_seeded(monkeypatch):
 
     monkeypatch.setattr(encoding.Encoding, "__init__", no_bump)
     stage = prove_stage(brokers=2)
-    assert stage.status == FAILED and stage.failure.startswith("one-leader-per-epoch")
+    assert stage.status == FAILED and stage.failure.startswith("OneLiveLeaderPerEpoch")
     assert stage.counterexample["states"]
 
 
