@@ -60,7 +60,7 @@ def test_sample_verdict_and_first_violation_line(capsys, sample):
 def test_text_report_names_line_rule_and_state_before(capsys):
     code, out = _run(capsys, str(LOGS / "kafka-0.8-invalid.log"))
     assert code == 1
-    assert "first violation at line 14: partition-table" in out
+    assert "first violation at line 14: ValidTransition" in out
     assert "to NonExistentPartition (state.change.logger)" in out
     assert '"partition_state": "OnlinePartition"' in out
     assert "lines read:        20" in out and "detected version:  0.8" in out
