@@ -13,7 +13,7 @@ from typing import Any
 from kcm.model.cluster import Cluster
 from kcm.model.effects import Effects
 from kcm.model.interface import ALWAYS, SOMETIMES, STEP, Property, find, named
-from kcm.reference.dataplane import epoch_start_offset, leader_log
+from kcm.model.logs import epoch_start_offset, leader_log
 
 
 def _missing(state: Cluster, records: Any) -> list[tuple]:
