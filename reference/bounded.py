@@ -18,7 +18,7 @@ from kcm.model.cluster import DELIVERY_MODES, Cluster, ClusterConfig
 from kcm.model.effects import Effects
 from kcm.model.errors import KcmError
 from kcm.model.fingerprint import PartFingerprints, combine, fingerprint
-from kcm.model.interface import EVENTUALLY, NEXT, OUTSIDE, REFUSED, UNCHANGED, Property
+from kcm.model.interface import EVENTUALLY, NEXT, OUTSIDE, REFUSED, UNCHANGED, ModelBase, Property
 from kcm.model.txn import OutOfBounds
 from kcm.model.variants import SWITCHES, known_switch
 from kcm.properties import controller as controller_properties
@@ -144,7 +144,7 @@ def preferred_election_is_idle(state: Cluster) -> bool:
 _PART_NAMES = Cluster._fields
 
 
-class BoundedSystem:
+class BoundedSystem(ModelBase):
     """The Model of one bounded configuration (see the module docstring)."""
 
     def __init__(self, cfg: dict[str, Any]) -> None:
