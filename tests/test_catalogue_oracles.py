@@ -58,3 +58,18 @@ def test_every_sample_log_violation_is_named_by_a_judged_id() -> None:
     samples = json.loads((LOGS / "manifest.json").read_text())
     rules = {s["rule"] for s in samples["samples"] if s.get("rule")}
     assert rules and rules <= log_rules.JUDGED
+
+
+def test_every_id_named_in_configs_scenarios_and_variants_is_a_catalogue_id() -> None:
+    from kcm.model.variants import VARIANTS
+
+    root = Path(__file__).resolve().parent.parent / "specs"
+    named = {n for v in VARIANTS for n in v.breaks}
+    for path in (root / "configs").rglob("*.json"):
+        named |= set(json.loads(path.read_text()).get("properties", []))
+    for path in (root / "scenarios").rglob("*.json"):
+        wanted = json.loads(path.read_text()).get("expect_violation")
+        if wanted:
+            named.add(wanted["property"])
+    assert len(named) > 10
+    assert sorted(named - set(catalogue.ids())) == []
