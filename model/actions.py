@@ -11,6 +11,13 @@ from typing import Any, NamedTuple
 
 from kcm.model.names import parse_replica, parse_tp, replica_name, tp_name
 
+# Each action declares, in BROKER_FIELDS, which of its fields name brokers and how; symmetry reduction
+# (model/symmetry.py) renames an action's brokers from this alone, so a new action says it once, here.
+BROKER = "broker"  # one broker id
+BROKER_LIST = "broker list"  # an ordered tuple of broker ids (the order is AR's)
+ASSIGNMENT = "assignment"  # ((partition, replicas), ...)
+REPLICA_LIST = "replica list"  # ((topic-partition, broker), ...)
+
 
 class CreateTopic(NamedTuple):
     """onNewTopicCreation: explicit assignment (partition -> replicas), or partitions x replication factor."""
@@ -19,6 +26,7 @@ class CreateTopic(NamedTuple):
     assignment: tuple[tuple[int, tuple[int, ...]], ...] = ()
     partitions: int = 0
     replication_factor: int = 0
+    BROKER_FIELDS = (("assignment", ASSIGNMENT),)
 
     def to_step(self) -> dict[str, Any]:
         """This action as a contract step."""
@@ -34,6 +42,7 @@ class AddPartitions(NamedTuple):
 
     topic: str
     assignment: tuple[tuple[int, tuple[int, ...]], ...]
+    BROKER_FIELDS = (("assignment", ASSIGNMENT),)
 
     def to_step(self) -> dict[str, Any]:
         """This action as a contract step."""
@@ -45,6 +54,7 @@ class DeleteTopic(NamedTuple):
     """Topic deletion through the replica deletion states."""
 
     topic: str
+    BROKER_FIELDS = ()
 
     def to_step(self) -> dict[str, Any]:
         """This action as a contract step."""
@@ -55,6 +65,7 @@ class BrokerFail(NamedTuple):
     """The broker dies: its ZooKeeper session expires."""
 
     broker: int
+    BROKER_FIELDS = (("broker", BROKER),)
 
     def to_step(self) -> dict[str, Any]:
         """This action as a contract step."""
@@ -65,6 +76,7 @@ class BrokerStart(NamedTuple):
     """The broker (re)registers."""
 
     broker: int
+    BROKER_FIELDS = (("broker", BROKER),)
 
     def to_step(self) -> dict[str, Any]:
         """This action as a contract step."""
@@ -75,6 +87,7 @@ class ControlledShutdown(NamedTuple):
     """shutdownBroker: leaders moved off, followers taken offline; the broker stays registered."""
 
     broker: int
+    BROKER_FIELDS = (("broker", BROKER),)
 
     def to_step(self) -> dict[str, Any]:
         """This action as a contract step."""
@@ -85,6 +98,7 @@ class ControllerResign(NamedTuple):
     """The /controller node goes away and a new election runs (broker -1: the lowest live id wins)."""
 
     broker: int = -1
+    BROKER_FIELDS = (("broker", BROKER),)
 
     def to_step(self) -> dict[str, Any]:
         """This action as a contract step."""
@@ -99,6 +113,7 @@ class Reassign(NamedTuple):
 
     tp: tuple
     replicas: tuple[int, ...]
+    BROKER_FIELDS = (("replicas", BROKER_LIST),)
 
     def to_step(self) -> dict[str, Any]:
         """This action as a contract step."""
@@ -109,6 +124,7 @@ class PreferredElection(NamedTuple):
     """onPreferredReplicaElection for the given partitions (None: all)."""
 
     tps: tuple[tuple, ...] | None = None
+    BROKER_FIELDS = ()
 
     def to_step(self) -> dict[str, Any]:
         """This action as a contract step."""
@@ -124,6 +140,7 @@ class Produce(NamedTuple):
     tp: tuple
     records: int = 1
     acks: str = "all"  # "all" | "1"
+    BROKER_FIELDS = ()
 
     def to_step(self) -> dict[str, Any]:
         """This action as a contract step."""
@@ -136,6 +153,7 @@ class Replicate(NamedTuple):
 
     tp: tuple
     broker: int = -1
+    BROKER_FIELDS = (("broker", BROKER),)
 
     def to_step(self) -> dict[str, Any]:
         """This action as a contract step."""
@@ -150,6 +168,7 @@ class IsrShrink(NamedTuple):
 
     tp: tuple
     broker: int
+    BROKER_FIELDS = (("broker", BROKER),)
 
     def to_step(self) -> dict[str, Any]:
         """This action as a contract step."""
@@ -162,6 +181,7 @@ class Consume(NamedTuple):
     tp: tuple
     offset: int
     expect_records: int = -1
+    BROKER_FIELDS = ()
 
     def to_step(self) -> dict[str, Any]:
         """This action as a contract step."""
@@ -177,6 +197,7 @@ class PartitionTransition(NamedTuple):
     tps: tuple[tuple, ...]
     target: str
     selector: str | None = None
+    BROKER_FIELDS = ()
 
     def to_step(self) -> dict[str, Any]:
         """This action as a contract step."""
@@ -192,6 +213,7 @@ class ReplicaTransition(NamedTuple):
 
     replicas: tuple[tuple[tuple, int], ...]
     target: str
+    BROKER_FIELDS = (("replicas", REPLICA_LIST),)
 
     def to_step(self) -> dict[str, Any]:
         """This action as a contract step."""
@@ -210,6 +232,7 @@ class Deliver(NamedTuple):
 
     broker: int
     controller_epoch: int = -1
+    BROKER_FIELDS = (("broker", BROKER),)
 
     def to_step(self) -> dict[str, Any]:
         """This action as a (extension) step."""
@@ -223,6 +246,7 @@ class ZombieElect(NamedTuple):
     """The previous controller finishes an in-flight election for the partition from its stale cache."""
 
     tp: tuple
+    BROKER_FIELDS = ()
 
     def to_step(self) -> dict[str, Any]:
         """This action as a (extension) step."""
@@ -233,6 +257,7 @@ class BrokerBounce(NamedTuple):
     """The broker restarts and re-registers before the controller handles its session loss (KIP-380)."""
 
     broker: int
+    BROKER_FIELDS = (("broker", BROKER),)
 
     def to_step(self) -> dict[str, Any]:
         """This action as a (extension) step."""
@@ -243,6 +268,7 @@ class SessionExpiry(NamedTuple):
     """The broker's ZooKeeper session expires and it registers again; its process and memory live on."""
 
     broker: int
+    BROKER_FIELDS = (("broker", BROKER),)
 
     def to_step(self) -> dict[str, Any]:
         """This action as a (extension) step."""
