@@ -6,15 +6,13 @@ handler works on a Txn that is simply dropped.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from kcm.model import actions as A
 from kcm.model.cluster import Cluster, ClusterConfig, initial_cluster
 from kcm.model.effects import Effects
 from kcm.model.errors import KcmError
 from kcm.model.txn import Txn
-from kcm.reference import (
+from kcm.reference import (  # noqa: F401 (importing a handler's module registers it: reference/handlers.py)
     brokers,
     controller,
     dataplane,
@@ -25,31 +23,7 @@ from kcm.reference import (
     topics,
     zombie,
 )
-
-Handler = Callable[[Txn, Any], None]
-
-
-HANDLERS: dict[type, Handler] = {
-    A.CreateTopic: topics.create_topic,
-    A.AddPartitions: topics.add_partitions,
-    A.DeleteTopic: topics.delete_topic,
-    A.BrokerFail: brokers.broker_fail,
-    A.BrokerStart: brokers.broker_start,
-    A.ControlledShutdown: brokers.controlled_shutdown,
-    A.ControllerResign: controller.controller_resign,
-    A.Reassign: reassignment.reassign,
-    A.PreferredElection: preferred.preferred_election,
-    A.Produce: dataplane.produce,
-    A.Replicate: dataplane.replicate,
-    A.IsrShrink: dataplane.isr_shrink,
-    A.Consume: dataplane.consume,
-    A.PartitionTransition: direct.partition_transition,
-    A.ReplicaTransition: direct.replica_transition,
-    A.Deliver: requests.deliver_next,
-    A.ZombieElect: zombie.zombie_elect,
-    A.BrokerBounce: brokers.broker_bounce,
-    A.SessionExpiry: brokers.session_expiry,
-}
+from kcm.reference.handlers import HANDLERS
 
 
 def start(config: ClusterConfig) -> tuple[Cluster, Effects]:

@@ -11,6 +11,7 @@ from kcm.model.txn import Txn
 from kcm.reference import broker_logs, requests, selectors
 from kcm.reference.context import has_controller, is_deleting, replicas_on
 from kcm.reference.controller import elect_controller, reset_context
+from kcm.reference.handlers import handles
 from kcm.reference.partition_machine import handle_partition_changes, trigger_online_partition_state_change
 from kcm.reference.reassignment import on_partition_reassignment
 from kcm.reference.replica_machine import handle_replica_changes
@@ -22,6 +23,7 @@ def _registered(t: Txn, broker: int) -> None:
         raise BrokerNotAvailable(f"broker {broker} is not registered in this cluster")
 
 
+@handles(BrokerStart)
 def broker_start(t: Txn, a: BrokerStart) -> None:
     """The broker (re)registers; the controller runs onBrokerStartup (or it becomes controller if there is none)."""
     _registered(t, a.broker)
@@ -48,6 +50,7 @@ def _restart_locally(t: Txn, broker: int) -> None:
     broker_logs.on_broker_restart(t, broker)
 
 
+@handles(BrokerBounce)
 def broker_bounce(t: Txn, a: BrokerBounce) -> None:
     """The broker restarts and re-registers before the controller reads /brokers/ids (a fast bounce).
 
@@ -82,6 +85,7 @@ def broker_bounce(t: Txn, a: BrokerBounce) -> None:
     on_broker_startup(t, {a.broker})
 
 
+@handles(SessionExpiry)
 def session_expiry(t: Txn, a: SessionExpiry) -> None:
     """The broker's ZooKeeper session expires and it registers again, without restarting (a long pause).
 
@@ -126,6 +130,7 @@ def on_broker_startup(t: Txn, new: set[int]) -> None:
         resume_deletion(t, topic, despite_reassignment=True)
 
 
+@handles(BrokerFail)
 def broker_fail(t: Txn, a: BrokerFail) -> None:
     """The broker's session expires: a new controller if it was the controller, else onBrokerFailure."""
     _registered(t, a.broker)
@@ -165,6 +170,7 @@ def on_broker_failure(t: Txn, dead: set[int]) -> None:
         requests.flush(t)
 
 
+@handles(ControlledShutdown)
 def controlled_shutdown(t: Txn, a: ControlledShutdown) -> None:
     """shutdownBroker: leaders moved with the controlled-shutdown selector, followers -> OfflineReplica (RF > 1)."""
     _registered(t, a.broker)

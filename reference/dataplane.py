@@ -31,6 +31,7 @@ from kcm.model.names import tp_name
 from kcm.model.txn import Txn
 from kcm.reference import reassignment, truncation
 from kcm.reference.broker_logs import _advance_hw, _truncated
+from kcm.reference.handlers import handles
 
 # Replica records are rebuilt on every fetch and produce: from all their fields in order, with
 # tuple.__new__ (what the NamedTuple's constructor does, minus its Python-level __new__ and _replace's keyword
@@ -92,6 +93,7 @@ def _write_isr(t: Txn, tp: tuple, leader: int, isr: tuple[int, ...]) -> None:
 # -- client and follower requests -----------------------------------------------------------------
 
 
+@handles(Produce)
 def produce(t: Txn, a: Produce) -> None:
     """Append records in the leader's epoch; acks=all is refused (nothing appended) while |ISR| < min ISR."""
     leader = acting_leader(t, a.tp)
@@ -134,6 +136,7 @@ def believed_leader(t: Txn, tp: tuple, follower: int) -> int:
     return leader
 
 
+@handles(Replicate)
 def replicate(t: Txn, a: Replicate) -> None:
     """One fetch by the named follower, or by every live follower in broker order (see the module docstring)."""
     if a.broker >= 0 and t.config.delivery == "async":
@@ -204,6 +207,7 @@ def caught_up(t: Txn, leader: ReplicaData, fetch_offset: int) -> bool:
     return t.config.has("KAFKA-7128") or fetch_offset >= epoch_start_offset(leader)
 
 
+@handles(IsrShrink)
 def isr_shrink(t: Txn, a: IsrShrink) -> None:
     """The leader drops a follower from the ISR (in an untimed model any follower may have lagged too long)."""
     leader = acting_leader(t, a.tp)
@@ -216,6 +220,7 @@ def isr_shrink(t: Txn, a: IsrShrink) -> None:
     _advance_hw(t, a.tp, leader)  # a smaller ISR may let the HW move (min LEO over fewer replicas)
 
 
+@handles(Consume)
 def consume(t: Txn, a: Consume) -> None:
     """A consumer fetch from the leader: the records from `offset` below the HW; t.result is how many."""
     leader = acting_leader(t, a.tp)

@@ -14,11 +14,13 @@ from kcm.model.states import ReplicaState as R
 from kcm.model.txn import Txn
 from kcm.reference import leadership, requests, selectors
 from kcm.reference.context import eligible_brokers, has_controller
+from kcm.reference.handlers import handles
 from kcm.reference.partition_machine import handle_partition_changes
 from kcm.reference.replica_machine import handle_replica_changes
 from kcm.reference.topics import resume_deletion
 
 
+@handles(Reassign)
 def reassign(t: Txn, a: Reassign) -> None:
     """Write /admin/reassign_partitions and start (or replace, rule 9) the partition's reassignment."""
     tp = a.tp
