@@ -10,9 +10,6 @@ from pathlib import Path
 from kcm.model.variants import VARIANTS
 from kcm.reference.bounded import BadConfig
 
-NAME = "bugs"
-HELP = "explore each bug variant with the bug in (a violation is expected) and fixed (none is expected)"
-
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Declare the options of `kcm bugs`."""

@@ -9,9 +9,6 @@ import sys
 from kcm.checkers.log_rules import KAFKA_VERSIONS, Report, check_file, line_text, report_dict
 from kcm.model.tables import RULE_SETS
 
-NAME = "check-log"
-HELP = "check a Kafka state-change.log (0.8 to 3.x) for illegal moves (exit 0 clean, 1 violation, 2 unreadable)"
-
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Declare the options of `kcm check-log`."""

@@ -9,9 +9,6 @@ import sys
 from kcm.checkers.oracle_trace import check_file
 from kcm.model.tables import DEFAULT_RULES, RULE_SETS, rule_set
 
-NAME = "check-trace"
-HELP = "replay a JSONL trace and report the first illegal step (exit 0 valid, 1 violation, 2 malformed)"
-
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Declare the options of `kcm check-trace`."""

@@ -13,9 +13,6 @@ from kcm.checkers.checkpoint import BadCheckpoint, Checkpointer
 from kcm.checkers.symmetry import SymmetricModel
 from kcm.reference.bounded import BadConfig, BoundedSystem, load_config
 
-NAME = "explore"
-HELP = "explore every interleaving of a bounded cluster and report each property's verdict"
-
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Declare the options of `kcm explore`."""

@@ -9,9 +9,6 @@ from pathlib import Path
 
 from kcm.checkers.gate import DEFAULT_CONFIG, GateInputError, run_gate
 
-NAME = "gate"
-HELP = "CI gate: scenarios, prove, explore (tiny), check-trace over a folder; stops at the first failure"
-
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Declare the options of `kcm gate`."""

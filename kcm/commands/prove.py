@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +16,6 @@ from kcm.checkers.prove.invariants import INVARIANTS, invariant
 from kcm.checkers.prove.proofs import NO_VIOLATION, PROVED, Counterexample, Result, SolverGaveUp, bmc, prove
 from kcm.model.tables import RULE_SETS, rule_set
 from kcm.reference.bounded import BadConfig, BoundedSystem, load_config
-
-NAME = "prove"
-HELP = "prove the safety invariants inductive with Z3 (or --bmc K: bounded model checking)"
 
 MAX_BROKERS = 8
 
@@ -52,12 +50,12 @@ BUGS = {
 
 def _load_config(name: str) -> dict[str, Any]:
     path = Path(name)
-    if not path.suffix:
-        path = Path(__file__).resolve().parents[2] / "specs" / "configs" / f"{name}.json"
+    # A bare name is a shipped config, read as package data so that an installed wheel finds it too.
+    shipped = resources.files("kcm.specs").joinpath("configs", f"{name}.json")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads((path if path.suffix else shipped).read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise ValueError(f"no config {name!r} (looked for {path.name})") from None
+        raise ValueError(f"no config {name!r} (looked for {path.name if path.suffix else shipped.name})") from None
     except json.JSONDecodeError as exc:
         raise ValueError(f"config {name!r} is not JSON: {exc}") from None
     config = data.get("config", data)

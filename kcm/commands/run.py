@@ -8,9 +8,6 @@ import sys
 
 from kcm.reference.scenario import InvalidScenario, parse_text, run
 
-NAME = "run"
-HELP = "run a JSON scenario through the reference controller and print the result document"
-
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Declare the options of `kcm run`."""
