@@ -330,12 +330,12 @@ def judge_trace(path: Path, exp: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     got = VALID if v.ok else MALFORMED if v.malformed else VIOLATION
     if got != exp["verdict"]:
         where = "" if v.ok else f" at line {v.line}: {v.rule}"
-        return f"expected {exp['verdict']}, judged {got}{where}", v.to_json()
+        return f"expected {exp['verdict']}, judged {got}{where}", v.to_dict()
     if not v.ok and exp.get("line") is not None and v.line != exp["line"]:
-        return f"expected the first failure at line {exp['line']}, found it at line {v.line}: {v.rule}", v.to_json()
+        return f"expected the first failure at line {exp['line']}, found it at line {v.line}: {v.rule}", v.to_dict()
     if not v.ok and exp.get("rule") and exp["rule"] not in v.rule:
-        return f"expected a breach of {exp['rule']!r} at line {v.line}, found {v.rule!r}", v.to_json()
-    return "", v.to_json()
+        return f"expected a breach of {exp['rule']!r} at line {v.line}, found {v.rule!r}", v.to_dict()
+    return "", v.to_dict()
 
 
 def traces_stage(folder: Path, expectations: dict[str, dict[str, Any]]) -> Stage:
