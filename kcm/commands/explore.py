@@ -28,6 +28,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--out", help="write each counterexample as a `kcm run` scenario into this folder")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report (counterexamples, coverage)")
+    p.add_argument("--coverage", action="store_true", help="also report which table edges the exploration covered")
     p.add_argument("--walks", type=int, help="random-walk mode (either engine): run N seeded walks instead of BFS")
     p.add_argument("--depth", type=int, default=100, help="steps per random walk at most (default: 100)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random walks (default: 0)")
@@ -131,6 +133,22 @@ def main(args: argparse.Namespace) -> int:
         folder.mkdir(parents=True, exist_ok=True)
         for name, cex in summary["counterexamples"].items():
             (folder / f"{name}.json").write_text(json.dumps(cex["scenario"], indent=1) + "\n")
+    cov = None
+    if args.coverage or args.html:
+        from kcm.checkers import coverage
+
+        cov = coverage.of_exploration(model, args.max_states)  # the local engine's transitions, counted
+        summary["coverage"] = cov.to_dict()
+    if args.html:
+        from kcm.checkers import html_report
+
+        try:
+            html_report.write(args.html, html_report.exploration_page(summary, summary["coverage"]))
+        except OSError as err:
+            print(f"kcm explore: cannot write {args.html}: {err.strerror}", file=sys.stderr)
+            return 2
+    if not args.coverage:
+        summary.pop("coverage", None)
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
@@ -140,6 +158,8 @@ def main(args: argparse.Namespace) -> int:
             unreduced = f", {sym['unreduced_states']:,} without" if "unreduced_states" in sym else ""
             print(f"  symmetry: a group of {sym['group_size']} broker permutation(s), {sym['reduced_states']:,} "
                   f"states reduced{unreduced}")
+        if cov is not None and args.coverage:
+            print(coverage.text(cov))
     return 1 if summary["counterexamples"] else 0 if summary["complete"] else PARTIAL
 
 
