@@ -15,7 +15,6 @@ from importlib import resources
 from typing import Any, NamedTuple
 
 import jsonschema
-from kcm.model.names import replica_name
 from kcm.model.states import PartitionState, ReplicaState
 from kcm.model.tables import RuleSet
 
@@ -278,7 +277,7 @@ class Replay:
         return view["leader"] == broker, view["leader_epoch"]
 
     def _log(self, partition: str, broker: int) -> dict[str, int]:
-        return self.logs.get(replica_name((partition, broker)), {})
+        return self.logs.get(f"{partition}@{broker}", {})
 
     def _hw_rules(self, partition: str, broker: int, leo: int, hw: int, who: str) -> str:
         """HW <= LEO; on a leader the HW never decreases within its leader epoch."""
@@ -292,7 +291,7 @@ class Replay:
         return ""
 
     def _set_log(self, partition: str, broker: int, leo: int, hw: int) -> None:
-        log = self.logs.setdefault(replica_name((partition, broker)), {})
+        log = self.logs.setdefault(f"{partition}@{broker}", {})
         leads, epoch = self._leads(partition, broker)
         log.update(leo=leo, hw=hw)
         if leads:
@@ -327,7 +326,7 @@ class Replay:
         return ""
 
     def _replica_state_change(self, ev: dict[str, Any]) -> str:
-        key = replica_name((ev["partition"], ev["replica"]))
+        key = f"{ev['partition']}@{ev['replica']}"
         cur = self.replicas.get(key, ReplicaState.NON_EXISTENT)
         if cur != ev["from"]:
             return f"replica table: {key} is in {cur}, not {ev['from']}"
@@ -429,7 +428,7 @@ class Replay:
             elif ev["request"] == "StopReplica":
                 view.pop(p["partition"], None)
                 if p.get("delete"):
-                    self.logs.pop(replica_name((p["partition"], broker)), None)
+                    self.logs.pop(f"{p['partition']}@{broker}", None)
             elif "leader" in p:
                 self._record_leader(p)
         return ""
