@@ -85,7 +85,7 @@ def entries(state: Any) -> dict[Path, Any]:
         elif _is_fmap(value) and depth >= 1:
             for k, v in value:
                 out[path + (k,)] = v
-        elif value != () or depth == 0:
+        elif value != () and value is not None or depth == 0:
             out[path] = value
 
     walk((), state, 0)
@@ -251,11 +251,14 @@ def build(model: Any, name: str, actions: list[Any], loop_start: int | None = No
     if prop.expectation == EVENTUALLY:
         loop = len(actions) if loop_start is None else loop_start
         out["loop_start"] = setup_steps + loop
-        out["witness"] = {"property": prop.name, "rule": prop.rule,
-                          "why": "the cluster stays unsettled from here on: no fair step is left"
-                          if loop == len(actions) else
-                          "every state of the loop is unsettled, and the loop repeats forever, fairly",
-                          "entries": []}
+        why = ("the cluster stays unsettled from here on: no fair step is left" if loop == len(actions) else
+               "every state of the loop is unsettled, and the loop repeats forever, fairly")
+        if actions:  # what keeps the last state unsettled, found as for a safety property
+            out["witness"] = witness(prop, model, before, action, after, effects)
+            out["witness"]["why"] = f"{why}; in the last state, {out['witness']['why']}"
+            out["witness"]["step"] = setup_steps + len(actions) - 1
+        else:
+            out["witness"] = {"property": prop.name, "rule": prop.rule, "why": why, "entries": [], "step": None}
     elif actions:
         out["witness"] = witness(prop, model, before, action, after, effects)
         out["witness"]["step"] = setup_steps + len(actions) - 1
