@@ -82,7 +82,9 @@ def _arrows(step: dict[str, Any], controller: Any) -> list[tuple[str, str, str]]
             if op in ("isr_shrink", "replicate"):
                 leader = _leader(step, key.split("/")[3] + "-" + key.split("/")[5])
                 writer = f"broker {leader}" if leader is not None else writer
-            what = ", ".join(f"{k}={json_short(v, 20)}" for k, v in new.items())
+            short = {"leader": "leader", "leader_epoch": "LE", "isr": "isr", "controller_epoch": "CE",
+                     "zk_version": "zkVersion"}
+            what = " ".join(f"{short.get(k, k)}={json_short(v, 20)}" for k, v in new.items())
             out.append((writer, "ZooKeeper", f"write {key.split('/')[3]}-{key.split('/')[5]}: {what}"))
     for r in step["requests"]:
         label = f"{r['type']} {r.get('partition', ','.join(r.get('partitions', [])))}"
@@ -134,7 +136,8 @@ def sequence_svg(evidence: dict[str, Any]) -> str:
             mid = (x1 + x2) / 2
             rows.append(f'<line x1="{x1}" y1="{y}" x2="{x2}" y2="{y}" stroke="#1565c0" stroke-width="1.5" '
                         f'marker-end="url(#arrow)"/>'
-                        f'<text x="{mid}" y="{y - 4}" text-anchor="middle" fill="#0d47a1">{_h(label[:90])}</text>')
+                        f'<text x="{mid}" y="{y - 4}" text-anchor="middle" fill="#0d47a1" stroke="#fff" '
+                        f'stroke-width="3" paint-order="stroke">{_h(label[:90])}</text>')
         for key, change in step["diff"].items():
             if key.startswith("ZooKeeper /brokers/topics/") and key.endswith("/state") and change["after"]:
                 part = key.split("/")
