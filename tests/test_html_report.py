@@ -6,6 +6,7 @@ import struct
 import subprocess
 import sys
 from html.parser import HTMLParser
+from pathlib import Path
 
 import pytest
 from kcm.checkers import bfs, coverage, html_report
@@ -85,3 +86,25 @@ def test_headless_chromium_renders_the_sequence_diagram(tmp_path):
                    capture_output=True, timeout=120, check=True)
     data = shot.read_bytes()
     assert _png_size(data) == (1200, 900) and len(data) > 20_000  # a blank page compresses to a few KB
+
+
+def test_gate_and_check_trace_write_their_reports(tmp_path):
+    traces = Path(__file__).resolve().parent.parent / "specs" / "traces"
+    page = tmp_path / "t.html"
+    done = subprocess.run([sys.executable, "-m", "kcm.cli", "check-trace", str(traces / "valid_create_online.jsonl"),
+                           str(traces / "invalid_hw_above_leo.jsonl"), "--html", str(page)],
+                          capture_output=True, text=True)
+    assert done.returncode == 1, done.stderr
+    html = page.read_text()
+    assert "invalid_hw_above_leo.jsonl, line 22" in html and "Transition coverage, rules kafka" in html
+    gate = tmp_path / "g.html"
+    done = subprocess.run([sys.executable, "-m", "kcm.cli", "gate", "--only", "explore", "--config", "unclean",
+                           "--html", str(gate)], capture_output=True, text=True)
+    assert done.returncode == 1, done.stderr
+    html = gate.read_text()
+    assert "Counterexample to acked_records_survive" in html and "<svg" in html
+    for text in (page.read_text(), html):
+        check = Balance()
+        check.feed(text)
+        check.close()
+        assert not check.problems and not check.stack
