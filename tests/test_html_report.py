@@ -108,3 +108,12 @@ def test_gate_and_check_trace_write_their_reports(tmp_path):
         check.feed(text)
         check.close()
         assert not check.problems and not check.stack
+
+
+def test_bugs_writes_the_rediscovered_counterexample(tmp_path):
+    page = tmp_path / "b.html"
+    done = subprocess.run([sys.executable, "-m", "kcm.cli", "bugs", "KAFKA-1120", "--html", str(page)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    html = page.read_text()
+    assert "KAFKA-1120: counterexample to LivenessView" in html and "broker_bounce: registers" in html

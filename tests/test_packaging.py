@@ -104,6 +104,8 @@ def test_the_core_install_runs_the_oracle_and_plugin_under_100_mb(wheel, tmp_pat
     ok = _run(bindir, tmp_path, "check-trace", str(traces / "valid_create_online.jsonl"))
     bad = _run(bindir, tmp_path, "check-trace", str(traces / "invalid_hw_above_leo.jsonl"))
     assert (ok.returncode, bad.returncode) == (0, 1), ok.stderr + bad.stderr
+    cov = _run(bindir, tmp_path, "coverage")
+    assert cov.returncode == 0 and "coverage, rules kafka" in cov.stdout, cov.stderr
     missing = _run(bindir, tmp_path, "prove")
     assert missing.returncode == 2 and "pip install 'kcm[prove]'" in missing.stderr
     suite = tmp_path / "suite"
