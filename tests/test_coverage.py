@@ -65,5 +65,7 @@ def test_cli_text_and_json():
     assert kcm("coverage", "--config", "nope").returncode == 2
     trace = kcm("check-trace", str(ROOT / "specs" / "traces" / "valid_create_online.jsonl"), "--coverage")
     assert trace.returncode == 0 and "partition table:" in trace.stdout
+    run = kcm("run", str(LIBRARY / "ops" / "broker-failure.json"), "--coverage")
+    assert run.returncode == 0 and json.loads(run.stdout)["controller"] and "partition table:" in run.stderr
     explore = kcm("explore", "--config", "tiny", "--quiet", "--coverage")
     assert explore.returncode == 0 and "replica table:" in explore.stdout
