@@ -65,6 +65,8 @@ def test_cli_text_and_json():
     assert kcm("coverage", "--config", "nope").returncode == 2
     trace = kcm("check-trace", str(ROOT / "specs" / "traces" / "valid_create_online.jsonl"), "--coverage")
     assert trace.returncode == 0 and "partition table:" in trace.stdout
+    log = kcm("check-log", str(ROOT / "specs" / "logs" / "kafka-2.8-valid.log"), "--coverage")
+    assert log.returncode == 0 and "coverage, rules kafka" in log.stdout, log.stderr
     run = kcm("run", str(LIBRARY / "ops" / "broker-failure.json"), "--coverage")
     assert run.returncode == 0 and json.loads(run.stdout)["controller"] and "partition table:" in run.stderr
     explore = kcm("explore", "--config", "tiny", "--quiet", "--coverage")
