@@ -94,6 +94,8 @@ def entries(state: Any) -> dict[Path, Any]:
 
 def label(path: Path) -> str:
     """One entry's name for people, e.g. `ZooKeeper /brokers/topics/.../state t-0` or `replica t-0@1`."""
+    if not path:
+        return "state"  # a model whose state is one plain value
     head, rest = path[0], list(path[1:])
     if head == "zk" and rest:
         field = rest.pop(0)
