@@ -8,9 +8,6 @@ import sys
 
 from kcm.reference.scenario import InvalidScenario, parse_text, run
 
-NAME = "run"
-HELP = "run a JSON scenario through the reference controller and print the result document"
-
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Declare the options of `kcm run`."""
@@ -18,6 +15,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trace", action="store_true", help="add the per-step log to the result")
     p.add_argument("--zookeeper", metavar="HOST:PORT",
                    help="live mode: mirror every ZooKeeper effect on this real server (needs kcm[live])")
+    p.add_argument("--coverage", action="store_true",
+                   help="also print on stderr which table edges, operations and selectors the scenario exercised")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -46,4 +45,9 @@ def main(args: argparse.Namespace) -> int:
     print(json.dumps(outcome.result, indent=2))
     for line in outcome.mismatches:
         print(f"kcm run: {line}", file=sys.stderr)
+    if args.coverage:  # stderr: stdout is the contract's result document alone
+        from kcm.checkers import coverage
+
+        for cov in coverage.of_scenarios([args.scenario]).values():
+            print(coverage.text(cov), file=sys.stderr)
     return outcome.exit_code
