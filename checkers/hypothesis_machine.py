@@ -247,7 +247,10 @@ def outside_controller_paths(state: Any, action: Any) -> bool:
       and ignores a re-created topic's leader epoch 0;
     - OfflineReplica (or a deletion state) for a replica of a live broker that is not shutting down: the broker
       gets a StopReplica and keeps its leader epoch, so a later LeaderAndIsr in that same epoch (a new
-      controller's) is ignored and the replica stays stopped.
+      controller's) is ignored and the replica stays stopped;
+    - a deletion state for a replica of a topic not queued for deletion: the table allows it (Kafka checks only
+      validPreviousStates), but DeletionStatesOnlyWhileDeleting judges the moves the controller makes on its
+      own, and only a reassignment's last step passes such a topic's replicas through them (within one step).
     """
     zk = getattr(state, "zk", None)
     deleting = set(getattr(zk, "delete_topics", ()))
@@ -256,6 +259,8 @@ def outside_controller_paths(state: Any, action: Any) -> bool:
     if isinstance(action, ReplicaTransition):
         if any(tp[0] in deleting for tp, _ in action.replicas):
             return True
+        if action.target in ReplicaState.DELETION:
+            return True  # the topic is not queued (above): a deletion state outside topic deletion
         if action.target in (ReplicaState.ONLINE, ReplicaState.NEW):
             return False
         brokers = dict(getattr(state, "brokers", ()))

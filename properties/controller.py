@@ -17,13 +17,18 @@ from kcm.model.states import PartitionState, ReplicaState
 
 
 def leader_in_isr_in_ar(model: Any, state: Cluster) -> bool:
-    """Every partition znode has no leader, or a leader in its ISR; its ISR is a subset of its AR."""
+    """Every partition znode has no leader, or a leader in its ISR; its ISR is a subset of its AR.
+
+    One exception, Kafka's own: a leaderless partition may keep, as its one ISR member, a replica that left AR.
+    The controller never empties the ISR (rule 12), and a replaced reassignment (rule 9) drops the replicas only
+    in the abandoned target through OfflineReplica even when one of them is the last ISR member.
+    """
     assignments = dict(state.zk.assignments)
     for tp, lai in state.zk.partitions:
         ar = assignments.get(tp, ())
         if lai.leader != NO_LEADER and lai.leader not in lai.isr:
             return False
-        if not set(lai.isr) <= set(ar):
+        if not set(lai.isr) <= set(ar) and not (lai.leader == NO_LEADER and len(lai.isr) == 1):
             return False
     return True
 
@@ -114,7 +119,8 @@ def reassignment_ar_is_union(model: Any, state: Cluster) -> bool:
 
 
 def ar_shrinks_only_last(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
-    """Replicas leave a partition's AR only in the step that completes its reassignment, after RAR joined the ISR."""
+    """A replica of the original assignment leaves AR only in the last step of a reassignment (RAR in the ISR);
+    a replica that was only in an abandoned target may leave when the reassignment is replaced."""
     if after.zk.assignments is before.zk.assignments:
         return True  # no AR changed
     new = dict(after.zk.assignments)
@@ -126,12 +132,21 @@ def ar_shrinks_only_last(model: Any, before: Cluster, action: Any, after: Cluste
         r = moving.get(tp)
         if r is None and get(before.zk.reassign_partitions, tp) is not None:
             # Written while no controller was active: the next controller resumes (and may complete) it.
-            r = Reassignment(tuple(ar), tuple(get(before.zk.reassign_partitions, tp)))
+            r = Reassignment(tuple(get(before.zk.reassign_original, tp, ar)),
+                             tuple(get(before.zk.reassign_partitions, tp)))
         if isinstance(action, Reassign) and action.tp == tp:
-            # A new reassignment (or one replacing it, rule 9) whose target is already in the ISR completes at once.
-            r = Reassignment(tuple(ar), tuple(action.replicas))
-        if r is None or get(after.ctx.reassignments, tp) is not None:
-            return False  # shrunk outside a reassignment, or before it finished
+            # A new reassignment, or one replacing it from the same original replicas (rule 9).
+            r = Reassignment(r.original if r is not None else tuple(ar), tuple(action.replicas))
+        if r is None:
+            return False  # shrunk outside a reassignment
+        lost = set(ar) - set(now)
+        if not lost & set(r.original):
+            # Only replicas of an abandoned target left: they must not be in the target now in force.
+            if lost & set(r.target):
+                return False
+            continue
+        if get(after.ctx.reassignments, tp) is not None:
+            return False  # an original replica left before the reassignment finished
         if tuple(now) != r.target:
             return False
         lai = get(after.zk.partitions, tp)
@@ -153,7 +168,12 @@ def moves_follow_the_table(model: Any, before: Cluster, action: Any, after: Clus
 
 
 def deletion_states_only_while_deleting(model: Any, state: Cluster) -> bool:
-    """Only replicas of topics queued for deletion are in ReplicaDeletionStarted/Successful/Ineligible."""
+    """Only replicas of topics queued for deletion rest in ReplicaDeletionStarted/Successful/Ineligible.
+
+    It judges the moves the controller makes on its own: a reassignment's last step passes dropped replicas
+    through the deletion states within the step. A direct `replica_transition` into them is judged by the table
+    alone (as Kafka's) and is outside this property's scope (`hypothesis_machine.outside_controller_paths`).
+    """
     deleting = set(state.ctx.topics_to_delete)
     return all(s not in ReplicaState.DELETION or topic in deleting
                for (topic, _p, _b), s in state.ctx.replica_states)

@@ -113,7 +113,8 @@ def on_broker_startup(t: Txn, new: set[int]) -> None:
     requests.add_update_metadata(t, sorted(new), [tp for tp, _ in t.ctx.sorted_items("assignments")])
     requests.flush(t)
     replicas = replicas_on(t, new)
-    handle_replica_changes(t, [r for r in replicas if not is_deleting(t, r[0][0])], R.ONLINE)
+    # Every replica on the new brokers, those of topics queued for deletion too, goes OnlineReplica first.
+    handle_replica_changes(t, replicas, R.ONLINE)
     trigger_online_partition_state_change(t)
     from kcm.reference.reassignment import on_partition_reassignment
     from kcm.reference.topics import resume_deletion
@@ -158,10 +159,10 @@ def on_broker_failure(t: Txn, dead: set[int]) -> None:
     handle_partition_changes(t, leaderless, P.OFFLINE)
     trigger_online_partition_state_change(t)
     handle_replica_changes(t, [r for r in replicas if not is_deleting(t, r[0][0])], R.OFFLINE)
-    from kcm.reference.topics import resume_deletion
+    from kcm.reference.topics import fail_replica_deletion
 
     for topic in sorted({tp[0] for tp, _ in replicas if is_deleting(t, tp[0])}):
-        resume_deletion(t, topic)
+        fail_replica_deletion(t, topic, [r for r in replicas if r[0][0] == topic])
     if not leaderless:
         requests.add_update_metadata(t, sorted(t.ctx.peek("live_brokers")), ())
         requests.flush(t)

@@ -65,6 +65,12 @@ def on_controller_failover(t: Txn) -> None:
                        for tp, target in zk.sorted_items("reassign_partitions") if tp in c.assignments}
     if t.config.has("KAFKA-4214"):
         _drop_reassignments_with_dead_targets(t)
+    # fetchTopicDeletionsInProgress / TopicDeletionManager.init: a queued topic with a replica on a dead broker or
+    # a partition being reassigned is ineligible; resumeDeletions then deletes nothing of it.
+    for topic in sorted(c.topics_to_delete):
+        tps = [tp for tp in c.assignments if tp[0] == topic]
+        if any(tp in c.reassignments or any(b not in c.live_brokers for b in c.assignments[tp]) for tp in tps):
+            c.topics_ineligible.add(topic)
     replica_state_machine_startup(t)
     partition_state_machine_startup(t)
     from kcm.reference.reassignment import on_partition_reassignment

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kcm.model.actions import PartitionTransition, ReplicaTransition
-from kcm.model.errors import BrokerNotAvailable, IllegalStateTransition, UnknownTopicOrPartition
+from kcm.model.errors import BrokerNotAvailable, UnknownTopicOrPartition
 from kcm.model.names import replica_name, tp_name
 from kcm.model.states import PartitionState as P
 from kcm.model.states import ReplicaState as R
@@ -33,10 +33,11 @@ def partition_transition(t: Txn, a: PartitionTransition) -> None:
 
 
 def replica_transition(t: Txn, a: ReplicaTransition) -> None:
-    """One handleStateChanges call of the replica machine, all or nothing.
+    """One handleStateChanges call of the replica machine, all or nothing, judged by the table alone.
 
-    The deletion states belong to topic deletion: a replica of a topic not queued for deletion is
-    refused a move into them.
+    As Kafka's ZkReplicaStateMachine.doHandleStateChanges, only validPreviousStates is checked: a move into a
+    deletion state is made whether or not the topic is queued for deletion (Kafka's own reassignment moves
+    dropped replicas through them too).
     """
     if a.target not in R.ALL:
         raise ValueError(f"unknown replica state {a.target!r}")
@@ -44,7 +45,4 @@ def replica_transition(t: Txn, a: ReplicaTransition) -> None:
         _require_partition(t, tp)
         if b not in t.brokers:
             raise BrokerNotAvailable(f"broker {b} of {replica_name(tp, b)} is not registered")
-        if a.target in R.DELETION and tp[0] not in t.ctx.topics_to_delete:
-            raise IllegalStateTransition("replica", replica_name(tp, b), t.replica_state(tp, b), a.target,
-                                         f"{t.rules.name} (deletion states only for topics being deleted)")
     handle_replica_changes(t, a.replicas, a.target, strict=True)

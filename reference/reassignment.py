@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from kcm.model.actions import Reassign
 from kcm.model.cluster import Reassignment
 from kcm.model.errors import InvalidReplicaAssignment, UnknownTopicOrPartition
-from kcm.model.fmap import put, remove
+from kcm.model.fmap import get, put, remove
 from kcm.model.names import tp_name
 from kcm.model.states import PartitionState as P
 from kcm.model.states import ReplicaState as R
@@ -28,20 +30,21 @@ def reassign(t: Txn, a: Reassign) -> None:
             f"{tp_name(tp)}: target {list(target)} must be distinct registered brokers, at least one")
     t.zk.reassign_partitions[tp] = target
     if not has_controller(t):
-        # As a controller would (rule 9): the whole current AR is OAR, so no replica leaves AR early.
-        t.zk.reassign_original = put(t.zk.reassign_original, tp, tuple(t.zk.assignments[tp]))
+        # As a controller would (rule 9): a replacement keeps the original replicas recorded by the first one.
+        if get(t.zk.reassign_original, tp) is None:
+            t.zk.reassign_original = put(t.zk.reassign_original, tp, tuple(t.zk.assignments[tp]))
         return
     start(t, tp, target)
 
 
 def start(t: Txn, tp: tuple, target: tuple[int, ...]) -> None:
     """Begin tracking a reassignment towards target and run its first round."""
-    # A replacement keeps the whole current AR as OAR, so no replica leaves AR before the new target
-    # has joined the ISR; the replicas of the abandoned target are removed when it completes. The same target
-    # again keeps the record as it is (Kafka's reassignTo is then the identity) and runs another round.
+    # Kafka's reassignTo: a replacement starts from the original replicas (OAR) of the one in flight, so AR is
+    # the new target followed by OAR - target; the replicas only in the abandoned target are stopped and deleted
+    # in the first round (on_partition_reassignment). The same target again keeps the record as it is.
     current = t.ctx.reassignments.get(tp)
-    original = current.original if current is not None and current.target == target else tuple(t.ctx.assignments[tp])
-    if target == original and tp not in t.ctx.reassignments:
+    original = current.original if current is not None else tuple(t.ctx.assignments[tp])
+    if target == original and current is None:
         t.note(f"{tp_name(tp)}: target equals the current replicas; nothing to reassign")
         if not t.config.has("KAFKA-9478"):
             # Variant KAFKA-9478 leaves the entry it will never act on in /admin/reassign_partitions.
@@ -54,14 +57,22 @@ def start(t: Txn, tp: tuple, target: tuple[int, ...]) -> None:
 
 
 def on_partition_reassignment(t: Txn, tp: tuple, r: Reassignment) -> None:
-    """One round: complete if RAR is in the ISR, else write AR = RAR + (OAR - RAR) and start the new replicas."""
+    """One round: complete if RAR is in the ISR, else write AR = RAR + (OAR - RAR) and start the new replicas.
+
+    First, as Kafka's updateCurrentReassignment, AR becomes RAR + (OAR - RAR) and the replicas it no longer holds
+    (those only in a replaced reassignment's target) are stopped and deleted. A reassignment back to the original
+    replicas is not a reassignment (Kafka's isBeingReassigned) and completes at once.
+    """
+    previous = tuple(t.ctx.assignments.get(tp, ()))
+    ar = r.replicas
+    if previous != ar:
+        t.zk.assignments[tp] = ar  # step 1
+        t.ctx.assignments[tp] = ar
+        stop_removed_replicas(t, tp, [b for b in previous if b not in ar])
     lai = t.zk.partitions.get(tp)
-    if lai is not None and all(b in lai.isr for b in r.target):
+    if not (r.adding or r.removing) or (lai is not None and all(b in lai.isr for b in r.target)):
         complete(t, tp, r)
         return
-    ar = r.replicas
-    t.zk.assignments[tp] = ar  # step 1
-    t.ctx.assignments[tp] = ar
     if lai is not None:  # step 2: LeaderAndIsr to OAR + RAR with the next leader epoch (rule 11)
         leadership.update_leader_and_isr(t, tp, lambda cur: (cur.leader, cur.isr))
         requests.add_leader_and_isr(t, ar, tp)
@@ -73,21 +84,17 @@ def complete(t: Txn, tp: tuple, r: Reassignment) -> None:
     """Steps 5 to 12: RAR online, leader in RAR, OAR - RAR offline and deleted, AR = RAR in ZooKeeper."""
     handle_replica_changes(t, [(tp, b) for b in r.target], R.ONLINE)  # step 5
     t.ctx.assignments[tp] = r.target  # step 6
-    lai = t.ctx.leadership[tp]
-    if lai.leader not in r.target or lai.leader not in eligible_brokers(t):  # step 7
+    lai = t.ctx.leadership.get(tp)
+    if lai is None:
+        pass  # no leader and ISR yet (a cancelled reassignment of a partition never led): nothing to move
+    elif lai.leader not in r.target or lai.leader not in eligible_brokers(t):  # step 7
         if handle_partition_changes(t, [tp], P.ONLINE, selectors.REASSIGNED):
             t.note(f"{tp_name(tp)}: no live RAR replica in the ISR to lead; leader kept")
     else:
         leadership.update_leader_and_isr(t, tp, lambda cur: (cur.leader, cur.isr))
         requests.add_leader_and_isr(t, r.target, tp)
         requests.flush(t)
-    removed = [(tp, b) for b in r.removing]
-    handle_replica_changes(t, removed, R.OFFLINE)  # step 8
-    if t.rules.has_deletion_states():  # step 9
-        for state in (R.DELETION_STARTED, R.DELETION_SUCCESSFUL, R.NON_EXISTENT):
-            handle_replica_changes(t, removed, state)
-    else:
-        handle_replica_changes(t, removed, R.NON_EXISTENT)
+    stop_removed_replicas(t, tp, r.removing)  # steps 8 and 9
     t.zk.assignments[tp] = r.target  # step 10
     t.zk.reassign_partitions.pop(tp, None)  # step 11
     t.zk.reassign_original = remove(t.zk.reassign_original, tp)
@@ -99,6 +106,19 @@ def complete(t: Txn, tp: tuple, r: Reassignment) -> None:
 
         t.ctx.topics_ineligible.discard(tp[0])
         resume_deletion(t, tp[0])
+
+
+def stop_removed_replicas(t: Txn, tp: tuple, brokers: Sequence[int]) -> None:
+    """Kafka's stopRemovedReplicasOfReassignedPartition: the replicas go offline, then are deleted."""
+    removed = [(tp, b) for b in brokers]
+    if not removed:
+        return
+    handle_replica_changes(t, removed, R.OFFLINE)
+    if t.rules.has_deletion_states():
+        for state in (R.DELETION_STARTED, R.DELETION_SUCCESSFUL, R.NON_EXISTENT):
+            handle_replica_changes(t, removed, state)
+    else:
+        handle_replica_changes(t, removed, R.NON_EXISTENT)
 
 
 def on_isr_change(t: Txn, tp: tuple) -> None:

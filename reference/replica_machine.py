@@ -49,11 +49,21 @@ def _move(t: Txn, tp: tuple, b: int, target: str) -> None:
             return
         t.set_replica_state(tp, b, target)
         requests.add_stop_replica(t, b, tp, delete=False)
-        if lai is not None:
-            new = leadership.remove_replica_from_isr(t, tp, b)
-            if new is not None and not is_deleting(t, tp[0]):
-                others = tuple(r for r in t.ctx.assignments.get(tp, ()) if r != b)
-                requests.add_leader_and_isr(t, others, tp)
+        if lai is None:
+            # Kafka still queues UpdateMetadata to every live or shutting-down broker; the batch leaves the
+            # partition out (no leader and ISR), so each gets an UpdateMetadata with no partition states.
+            requests.add_update_metadata(t, t.ctx.peek("live_brokers"), (tp,))
+            return
+        new = leadership.remove_replica_from_isr(t, tp, b)
+        znode = t.zk.partitions.get(tp)
+        if new is None and znode is not None and b not in znode.isr:
+            # removeReplicasFromIsr returns the partitions that did not hold the replica unchanged, and Kafka
+            # caches and sends them as it does the changed ones.
+            leadership.refresh_from_zk(t, tp)
+            new = znode
+        if new is not None and not is_deleting(t, tp[0]):
+            others = tuple(r for r in t.ctx.assignments.get(tp, ()) if r != b)
+            requests.add_leader_and_isr(t, others, tp)
     elif target == R.DELETION_STARTED:
         t.set_replica_state(tp, b, target)
         requests.add_stop_replica(t, b, tp, delete=True)

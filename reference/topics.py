@@ -100,13 +100,15 @@ def delete_topic(t: Txn, a: DeleteTopic) -> None:
 
 
 def resume_deletion(t: Txn, topic: str, despite_reassignment: bool = False) -> None:
-    """Take every replica of the topic as far towards deletion as its broker allows; finish when all are gone.
+    """Kafka's resumeDeletions for one topic, with the StopReplica answers of live brokers arriving at once (rule 5).
 
-    Replicas on live brokers go OfflineReplica -> ReplicaDeletionStarted, and the StopReplica answer
-    arrives at once (-> ReplicaDeletionSuccessful). Replicas on dead brokers go ReplicaDeletionIneligible
-    (directly where the table allows OfflineReplica -> ReplicaDeletionIneligible, else through
-    ReplicaDeletionStarted) and wait for their broker. Under rules without deletion states (kafka-0.8),
-    OfflineReplica -> NonExistentReplica deletes the log.
+    A topic marked ineligible only has its ReplicaDeletionIneligible replicas reset to OfflineReplica
+    (retryDeletionForIneligibleReplicas) and waits. Otherwise its deletion (re)starts (onTopicDeletion): the first
+    time under this controller its partitions go OfflinePartition -> NonExistentPartition, brokers get
+    UpdateMetadata, replicas on dead brokers go ReplicaDeletionIneligible, those on live brokers OfflineReplica ->
+    ReplicaDeletionStarted -> ReplicaDeletionSuccessful. Then the topic is deleted if every replica is, else the
+    ineligible replicas are reset to OfflineReplica and the topic waits for their brokers. Under rules without
+    deletion states (kafka-0.8), OfflineReplica -> NonExistentReplica deletes the log.
 
     A topic with a partition being reassigned waits for the reassignment (ineligible), except when a broker
     with its replicas starts: Kafka's resumeDeletionForTopics then clears the mark and its resumeDeletions does
@@ -119,27 +121,62 @@ def resume_deletion(t: Txn, topic: str, despite_reassignment: bool = False) -> N
         t.ctx.topics_ineligible.add(topic)  # Kafka waits for the reassignment to finish first
         return
     replicas = [(tp, b) for tp in tps for b in t.ctx.assignments[tp]]
+    if not t.rules.has_deletion_states():
+        _delete_without_deletion_states(t, topic, tps, replicas)
+        return
+    if t.ctx.has("topics_ineligible", topic):
+        retry_ineligible_replicas(t, replicas)
+        return
+    if any(t.partition_state(tp) != P.NON_EXISTENT for tp in tps):
+        # onTopicDeletion, the first time this controller sees the topic's deletion (topicsWithDeletionStarted).
+        handle_partition_changes(t, tps, P.OFFLINE)
+        handle_partition_changes(t, tps, P.NON_EXISTENT)
     live = {b for b, s in t.brokers.items() if s.alive}
     on_live = [r for r in replicas if r[1] in live]
     on_dead = [r for r in replicas if r[1] not in live]
     requests.add_update_metadata(t, sorted(t.ctx.live_brokers), tps)
-    if t.rules.has_deletion_states():
-        handle_replica_changes(t, [r for r in on_dead if t.replica_state(*r) in (R.NEW, R.ONLINE)], R.OFFLINE)
-        if t.rules.allows_replica(R.OFFLINE, R.DELETION_INELIGIBLE):
-            handle_replica_changes(t, on_dead, R.DELETION_INELIGIBLE)
-        else:
-            handle_replica_changes(t, [r for r in on_dead if t.replica_state(*r) == R.OFFLINE], R.DELETION_STARTED)
-            handle_replica_changes(t, on_dead, R.DELETION_INELIGIBLE)
-        retry = [r for r in on_live if t.replica_state(*r) not in (R.DELETION_STARTED, R.DELETION_SUCCESSFUL)]
-        handle_replica_changes(t, retry, R.OFFLINE)
-        handle_replica_changes(t, retry, R.DELETION_STARTED)  # StopReplica(delete) delivered in this flush
-        handle_replica_changes(t, on_live, R.DELETION_SUCCESSFUL)
-        done = all(t.replica_state(*r) == R.DELETION_SUCCESSFUL for r in replicas)
+    requests.flush(t)
+    handle_replica_changes(t, [r for r in on_dead if t.replica_state(*r) in (R.NEW, R.ONLINE)], R.OFFLINE)
+    if t.rules.allows_replica(R.OFFLINE, R.DELETION_INELIGIBLE):
+        handle_replica_changes(t, on_dead, R.DELETION_INELIGIBLE)
     else:
-        handle_replica_changes(t, [r for r in replicas if t.replica_state(*r) in (R.NEW, R.ONLINE)], R.OFFLINE)
-        handle_replica_changes(t, on_live, R.NON_EXISTENT)
-        done = all(t.replica_state(*r) == R.NON_EXISTENT for r in replicas)
-    if done:
+        handle_replica_changes(t, [r for r in on_dead if t.replica_state(*r) == R.OFFLINE], R.DELETION_STARTED)
+        handle_replica_changes(t, on_dead, R.DELETION_INELIGIBLE)
+    retry = [r for r in on_live if t.replica_state(*r) != R.DELETION_SUCCESSFUL]
+    handle_replica_changes(t, retry, R.OFFLINE)
+    handle_replica_changes(t, retry, R.DELETION_STARTED)  # StopReplica(delete) delivered in this flush
+    if on_dead:
+        t.ctx.topics_ineligible.add(topic)  # "offline replicas"
+    # The live brokers' answers (completeReplicaDeletion), then resumeDeletions again.
+    handle_replica_changes(t, on_live, R.DELETION_SUCCESSFUL)
+    if all(t.replica_state(*r) == R.DELETION_SUCCESSFUL for r in replicas):
+        complete_deletion(t, topic, replicas)
+    else:
+        retry_ineligible_replicas(t, replicas)
+
+
+def retry_ineligible_replicas(t: Txn, replicas: list[tuple[tuple, int]]) -> None:
+    """retryDeletionForIneligibleReplicas: ReplicaDeletionIneligible replicas go back to OfflineReplica."""
+    if any(t.replica_state(*r) == R.DELETION_STARTED for r in replicas):
+        return  # an answer is still awaited: Kafka retries only once none is
+    handle_replica_changes(t, [r for r in replicas if t.replica_state(*r) == R.DELETION_INELIGIBLE], R.OFFLINE)
+
+
+def fail_replica_deletion(t: Txn, topic: str, replicas: list[tuple[tuple, int]]) -> None:
+    """failReplicaDeletion: replicas of a topic queued for deletion whose broker died go ReplicaDeletionIneligible,
+    the topic is marked ineligible, and resumeDeletions runs (which resets them to OfflineReplica)."""
+    if t.rules.has_deletion_states():
+        handle_replica_changes(t, replicas, R.DELETION_INELIGIBLE)
+        t.ctx.topics_ineligible.add(topic)
+    resume_deletion(t, topic)
+
+
+def _delete_without_deletion_states(t: Txn, topic: str, tps: list[tuple], replicas: list[tuple[tuple, int]]) -> None:
+    live = {b for b, s in t.brokers.items() if s.alive}
+    requests.add_update_metadata(t, sorted(t.ctx.live_brokers), tps)
+    handle_replica_changes(t, [r for r in replicas if t.replica_state(*r) in (R.NEW, R.ONLINE)], R.OFFLINE)
+    handle_replica_changes(t, [r for r in replicas if r[1] in live], R.NON_EXISTENT)
+    if all(t.replica_state(*r) == R.NON_EXISTENT for r in replicas):
         complete_deletion(t, topic, replicas)
     else:
         t.ctx.topics_ineligible.add(topic)

@@ -54,7 +54,9 @@ REFUSED = [
     (ControllerResign(2), "BrokerNotAvailable"),
     (PartitionTransition((T0,), P.NEW), "IllegalStateTransition"),
     (ReplicaTransition(((T0, 0),), R.NON_EXISTENT), "IllegalStateTransition"),
-    (ReplicaTransition(((T0, 2),), R.DELETION_STARTED), "IllegalStateTransition"),  # t is not being deleted
+    # The table alone judges a direct call (Kafka's validPreviousStates): OfflineReplica -> ReplicaDeletionSuccessful
+    # is refused, while OfflineReplica -> ReplicaDeletionStarted is allowed though t is not being deleted.
+    (ReplicaTransition(((T0, 2),), R.DELETION_SUCCESSFUL), "IllegalStateTransition"),
 ]
 
 

@@ -12,7 +12,7 @@ from kcm.model.actions import (
     PreferredElection,
     Reassign,
 )
-from kcm.model.cluster import ClusterConfig
+from kcm.model.cluster import ClusterConfig, Reassignment
 from kcm.model.effects import LeaderAndIsrRequest, StopReplicaRequest
 from kcm.model.fmap import get
 from kcm.model.states import PartitionState as P
@@ -197,11 +197,13 @@ def _deletion_with_a_dead_broker(rules):
 def test_deletion_waits_for_a_dead_broker_and_resumes_on_its_return():
     config, state, effects = _deletion_with_a_dead_broker("seeds")
     states = dict(state.ctx.replica_states)
+    # Contract rule 5: ReplicaDeletionIneligible, then, once the live brokers answered, back to OfflineReplica.
     assert states == {("t", 0, 0): R.DELETION_SUCCESSFUL, ("t", 0, 1): R.DELETION_SUCCESSFUL,
-                      ("t", 0, 2): R.DELETION_INELIGIBLE}
+                      ("t", 0, 2): R.OFFLINE}
     assert "t" in state.ctx.topics_to_delete and T0 in dict(state.zk.assignments)
     assert [(c.from_state, c.to_state) for c in effects.state_changes if c.subject == "t-0@2"] == [
-        (R.OFFLINE, R.DELETION_STARTED), (R.DELETION_STARTED, R.DELETION_INELIGIBLE)]
+        (R.OFFLINE, R.DELETION_STARTED), (R.DELETION_STARTED, R.DELETION_INELIGIBLE),
+        (R.DELETION_INELIGIBLE, R.OFFLINE)]
     assert not any(k[:2] == T0 and k[2] in (0, 1) for k, _ in state.replicas)  # logs deleted on live brokers
     state, _ = run(config, BrokerStart(2), state=state)
     assert state.zk.assignments == () and state.zk.partitions == () and state.zk.delete_topics == ()
@@ -215,7 +217,7 @@ def test_deletion_waits_for_a_dead_broker_and_resumes_on_its_return():
 def test_deletion_under_kafka_rules_marks_dead_replicas_ineligible_directly():
     _, state, effects = _deletion_with_a_dead_broker("kafka")
     assert [(c.from_state, c.to_state) for c in effects.state_changes if c.subject == "t-0@2"] == [
-        (R.OFFLINE, R.DELETION_INELIGIBLE)]
+        (R.OFFLINE, R.DELETION_INELIGIBLE), (R.DELETION_INELIGIBLE, R.OFFLINE)]
 
 
 def test_deletion_under_kafka_08_rules_has_no_deletion_states():
@@ -229,8 +231,10 @@ def test_deletion_under_kafka_08_rules_has_no_deletion_states():
 def test_a_new_reassignment_replaces_the_one_in_flight():
     config = ClusterConfig((1, 2, 3, 4, 5, 6))
     state, _ = run(config, CreateTopic("t", ((0, (1, 2, 3)),)), Reassign(T0, (4, 5, 6)), Reassign(T0, (1, 5)))
-    assert get(state.zk.assignments, T0) == (1, 5, 4, 6, 2, 3)  # rule 8 over the whole current AR
-    assert get(state.ctx.reassignments, T0).target == (1, 5)
+    # Rule 9 (Kafka's reassignTo): from the original replicas; 4 and 6, only in the abandoned target, are deleted.
+    assert get(state.zk.assignments, T0) == (1, 5, 2, 3)
+    assert get(state.ctx.reassignments, T0) == Reassignment((1, 2, 3), (1, 5))
+    assert not any(k[2] in (4, 6) for k, _ in state.ctx.replica_states)
     state, _ = leader_expands_isr(config, state, T0, (5,))
     lai = znode(state)
     assert get(state.zk.assignments, T0) == (1, 5) and (lai.leader, lai.isr) == (1, (1, 5))
@@ -256,9 +260,11 @@ def test_a_reassignment_written_without_a_controller_runs_when_one_is_elected():
     assert (state.zk.controller, get(state.zk.assignments, T0), state.zk.reassign_partitions) == (0, (1,), ())
 
 
-def test_a_reassignment_replaced_without_a_controller_keeps_the_whole_ar():
+def test_a_reassignment_replaced_without_a_controller_starts_from_the_original_replicas():
     config = ClusterConfig((0, 1, 2))
     state, _ = run(config, CreateTopic("t", ((0, (0,)),)), BrokerFail(0), Reassign(T0, (0, 1)), BrokerFail(1),
                    BrokerFail(2), Reassign(T0, (2,)), BrokerStart(0))
-    assert get(state.zk.assignments, T0) == (2, 0, 1)
-    assert get(state.ctx.reassignments, T0).removing == (0, 1)
+    # The new controller resumes [0] -> [2] (rule 9); 1, only in the abandoned target, is stopped and deleted.
+    assert get(state.zk.assignments, T0) == (2, 0)
+    assert get(state.ctx.reassignments, T0) == Reassignment((0,), (2,))
+    assert get(state.ctx.replica_states, ("t", 0, 1)) is None

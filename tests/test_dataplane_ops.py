@@ -54,6 +54,20 @@ def test_follower_learns_the_hw_one_fetch_after_the_leader() -> None:
     assert seen == [(0, 2, 0, False), (2, 2, 0, True), (2, 2, 2, True)]
 
 
+def test_a_lagging_follower_catches_up_in_one_replicate_and_joins_the_isr_on_its_second() -> None:
+    """Rule 4 (Partition.isFollowerInSync, seed 004's updateLogReadResult): one `replicate` is one fetch round; the
+    leader judges a follower by the offset it fetches from, so a follower whose fetch starts below the leader's
+    high watermark reaches the leader's LEO in that fetch but joins the ISR only on its next one."""
+    config, state = setup((0, 1), rules="kafka")
+    state = steps(config, state, A.BrokerFail(1), A.Produce(TP, 2, "1"), A.Replicate(TP), A.BrokerStart(1))
+    isr = lambda s: dict(s.zk.partitions)[TP].isr  # noqa: E731
+    assert (replica(state, 0).leo, replica(state, 0).hw, replica(state, 1).leo, isr(state)) == (2, 2, 0, (0,))
+    state = steps(config, state, A.Replicate(TP))
+    assert (replica(state, 1).leo, isr(state)) == (2, (0,))  # caught up, fetched from 0 < HW 2: not yet in sync
+    state = steps(config, state, A.Replicate(TP))
+    assert isr(state) == (0, 1)  # fetched from 2 = HW: in sync
+
+
 def test_consume_reads_below_the_hw_only() -> None:
     config, state = setup()
     state = steps(config, state, A.Produce(TP, 3), A.Replicate(TP))

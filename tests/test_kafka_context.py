@@ -124,9 +124,6 @@ def test_reassign_to(targets, replicas, reassignment):
     assert reassigned(*targets) == {"replicas": replicas, "reassignment": reassignment}
 
 
-@pytest.mark.xfail(strict=True, reason="the reference keeps the whole current AR (original plus the abandoned target) "
-                   "as the original of a replacing reassignment; Kafka's reassignTo keeps only the original replicas "
-                   "and drops the abandoned adding ones at once")
 def test_reassign_to_replaces_the_target():
     """testReassignTo: [1,2,3] -> [4,5,6], then -> [7,8,9], is [7,8,9,1,2,3] adding [7,8,9] removing [1,2,3]."""
     assert reassigned((4, 5, 6), (7, 8, 9)) == {

@@ -64,7 +64,7 @@ def replay(name: str, steps: int):
     ("dtt-delete-during-add-partitions.json", 7),  # testDeleteTopicDuringAddPartition
     ("dtt-add-partitions-after-delete.json", 4),  # testAddPartitionDuringDeleteTopic
     ("dtt-delete-already-deleted.json", 4),  # testDeleteTopicAlreadyMarkedAsDeleted
-    ("tdm-basic.json", 2),  # TopicDeletionManagerTest.testBasicDeletion
+    ("tdm-basic.json", 4),  # TopicDeletionManagerTest.testBasicDeletion (foo; bar alike)
     ("tdm-offline-resume.json", 4),  # TopicDeletionManagerTest.testDeletionWithBrokerOffline
 ])
 def test_the_topic_is_gone_everywhere(name, steps):
@@ -76,11 +76,14 @@ def test_the_topic_is_gone_everywhere(name, steps):
 
 @pytest.mark.parametrize("name,steps,halted_on", [
     ("dtt-resume-recovered-follower-halted.json", 5, {2}),
-    ("dtt-resume-on-controller-failover.json", 6, {1}),  # 2 deleted its log before it failed
+    # 2 deleted its log before it failed; 0 deleted its log too, but the new controller's replica state machine
+    # startup sends every live replica LeaderAndIsr (Kafka's ZkReplicaStateMachine.startup), which re-creates it
+    # until the ineligible topic's deletion resumes.
+    ("dtt-resume-on-controller-failover.json", 6, {0, 1}),
 ])
 def test_a_halted_deletion_keeps_the_topic_marked(name, steps, halted_on):
     """testResumeDeleteTopicWithRecoveredFollower / ...OnControllerFailover: while a replica's broker is down the
-    topic stays in /admin/delete_topics and ineligible; the live replicas have deleted their logs, the down ones not."""
+    topic stays in /admin/delete_topics and ineligible; the down replicas keep their logs."""
     _, state = replay(name, steps)
     assert "test" in state.zk.delete_topics
     assert "test" in state.ctx.topics_to_delete and "test" in state.ctx.topics_ineligible
@@ -124,7 +127,7 @@ def test_deletion_manager_initialization():
 
 
 def halted() -> tuple:
-    """Config and state of tdm-offline.json: topic t queued for deletion, waiting for broker 2."""
+    """Config and state of tdm-offline.json: topic foo queued for deletion, waiting for broker 2."""
     return replay("tdm-offline.json", 3)
 
 
@@ -132,15 +135,18 @@ def test_deleting_a_topic_already_marked_for_deletion():
     """testDeleteTopicAlreadyMarkedAsDeleted, with the first deletion still waiting for a broker."""
     config, state = halted()
     with pytest.raises(UnknownTopicOrPartition):
-        api.step(config, state, DeleteTopic("t"))
+        api.step(config, state, DeleteTopic("foo"))
 
 
-@pytest.mark.xfail(strict=True, reason="the reference leaves a partition of a topic being deleted in its state "
-                   "until every replica is deleted; Kafka moves the partitions OfflinePartition -> "
-                   "NonExistentPartition as soon as the deletion starts")
 def test_partitions_are_nonexistent_once_deletion_starts():
     """TopicDeletionManagerTest.testDeletionWithBrokerOffline (and testBasicDeletion): right after the topic is
-    queued its partitions are NonExistentPartition, while the replica on the dead broker waits."""
-    _, state = halted()
-    assert get(state.ctx.replica_states, ("t", 0, 2)) == "ReplicaDeletionIneligible"
-    assert get(state.ctx.partition_states, ("t", 0), P.NON_EXISTENT) == P.NON_EXISTENT
+    queued its partitions are NonExistentPartition (OfflinePartition first, before any replica moves), while the
+    replica on the dead broker went ReplicaDeletionIneligible and then, the live ones answered, OfflineReplica."""
+    config, before = replay("tdm-offline.json", 2)
+    state, effects = api.step(config, before, DeleteTopic("foo"))
+    changes = [(c.machine, c.from_state, c.to_state) for c in effects.state_changes]
+    assert changes[:4] == [("partition", P.ONLINE, P.OFFLINE)] * 2 + [("partition", P.OFFLINE, P.NON_EXISTENT)] * 2
+    assert ("replica", "OfflineReplica", "ReplicaDeletionIneligible") in changes
+    assert changes[-1] == ("replica", "ReplicaDeletionIneligible", "OfflineReplica")
+    assert get(state.ctx.replica_states, ("foo", 0, 2)) == "OfflineReplica"
+    assert get(state.ctx.partition_states, ("foo", 0), P.NON_EXISTENT) == P.NON_EXISTENT

@@ -66,6 +66,14 @@ def test_leader_and_isr_rules(event, words):
     assert (v.ok, v.line) == (False, 7) and words in v.rule, v.rule
 
 
+def test_a_leaderless_partition_may_keep_its_last_isr_member_outside_the_assigned_replicas():
+    """Kafka's reassignTo drops the replicas only in an abandoned target through OfflineReplica, and the controller
+    never empties the ISR: the write that leaves no leader keeps that member (as LeaderInIsrInAr allows)."""
+    assert check(LEGAL + [write(-1, 1, [1], 1, replicas=[0, 2])]).ok
+    assert "not within the assigned replicas" in check(LEGAL + [write(-1, 1, [0, 1], 1, replicas=[0, 2])]).rule
+    assert "not within the assigned replicas" in check(LEGAL + [write(1, 1, [1], 1, replicas=[0, 2])]).rule
+
+
 def test_leader_epoch_may_stay_with_the_same_leader_but_never_go_back():
     shrink = write(0, 0, [0], 1)  # a leader-side ISR change keeps the leader epoch and bumps the zkVersion
     assert check(LEGAL + [shrink]).ok

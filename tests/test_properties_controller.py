@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+from kcm.model.actions import Reassign
 from kcm.model.cluster import ClusterConfig, LeaderAndIsr, Reassignment, initial_cluster
 from kcm.model.effects import Effects, LeaderAndIsrRequest, StateChange
 from kcm.model.txn import Txn
@@ -30,6 +31,10 @@ def test_leader_in_isr_in_ar():
     assert pc.leader_in_isr_in_ar(MODEL, _state(leader=-1, isr=(1,)))
     assert not pc.leader_in_isr_in_ar(MODEL, _state(leader=3, isr=(0, 1)))
     assert not pc.leader_in_isr_in_ar(MODEL, _state(isr=(0, 1, 3)))
+    # A leaderless partition's last ISR member may have left AR (a replaced reassignment dropped it); no other.
+    assert pc.leader_in_isr_in_ar(MODEL, _state(leader=-1, isr=(3,)))
+    assert not pc.leader_in_isr_in_ar(MODEL, _state(leader=-1, isr=(1, 3)))
+    assert not pc.leader_in_isr_in_ar(MODEL, _state(leader=3, isr=(3,)))
 
 
 def test_elected_leader_recorded():
@@ -90,6 +95,19 @@ def test_ar_shrinks_only_as_the_last_step_of_a_reassignment():
     assert not pc.ar_shrinks_only_last(MODEL, during, None, early, Effects())
     assert not pc.ar_shrinks_only_last(MODEL, during, None, not_in_isr, Effects())
     assert not pc.ar_shrinks_only_last(MODEL, plain, None, _state(ar=(0, 1), isr=(0, 1)), Effects())
+
+
+def test_a_replica_only_in_an_abandoned_target_leaves_when_the_reassignment_is_replaced():
+    """Rule 9: [0, 1] -> [1, 2] replaced by -> [1, 3] drops 2 at once; no original replica may leave that way."""
+    first, second = Reassignment((0, 1), (1, 2)), Reassignment((0, 1), (1, 3))
+    during = _state(ar=first.replicas, isr=(0, 1), reassign=first)
+    replaced = _state(ar=second.replicas, isr=(0, 1), reassign=second)
+    replace = Reassign(TP, (1, 3))
+    assert pc.ar_shrinks_only_last(MODEL, during, replace, replaced, Effects())
+    # 2 leaving while [1, 2] is still the target in force, or an original replica (0) leaving early, are not allowed.
+    assert not pc.ar_shrinks_only_last(MODEL, during, None, _state(ar=(1, 0), isr=(0, 1), reassign=first), Effects())
+    dropped_original = _state(ar=(1, 3), isr=(0, 1), reassign=second)
+    assert not pc.ar_shrinks_only_last(MODEL, during, replace, dropped_original, Effects())
 
 
 def test_moves_follow_the_table_of_the_active_rules():
@@ -158,3 +176,10 @@ def test_direct_calls_no_controller_operation_makes_are_left_out_of_the_referenc
     assert outside(deleting, ReplicaTransition(((("t", 0), 2),), "OnlineReplica"))
     assert not outside(deleting, PartitionTransition((("u", 0),), "OnlinePartition"))
     assert not outside(deleting, BrokerFail(0))
+    # A deletion state for a topic not queued for deletion (a dead broker's replica, so only that rule applies): the
+    # table allows it, and the replica would rest there outside DeletionStatesOnlyWhileDeleting's scope.
+    dead = _run(config, [CreateTopic("u", ((0, (2, 0, 1)),), 0, 0), BrokerFail(1)])
+    into_deletion = ReplicaTransition(((("u", 0), 1),), "ReplicaDeletionStarted")
+    assert outside(dead, into_deletion)
+    assert not pc.deletion_states_only_while_deleting(MODEL, _run(config, [CreateTopic("u", ((0, (2, 0, 1)),), 0, 0),
+                                                                           BrokerFail(1), into_deletion]))

@@ -102,7 +102,7 @@ def test_every_reference_step_is_a_short_symbolic_run() -> None:
     for op, before, after in _reference_steps():
         v0, v1 = _view(before), _view(after)
         if v0 == v1 or (isinstance(op, A.Reassign) and v0["rar"]):
-            continue  # nothing the encoding sees changed; replacing a running reassignment is not encoded
+            continue  # unchanged view, or a replacement (not followed here)
         checked += 1
         for k in range(SYMBOLIC_STEPS + 1):
             solver.push()

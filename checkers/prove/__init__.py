@@ -15,7 +15,10 @@ Strengthenings found and proved (each is part of the inductive invariant it belo
   AR = OAR + RAR, otherwise OAR = RAR = {}); that is not inductive alone: topic creation on a
   NonExistentPartition that still has a reassignment flag would overwrite AR. Strengthening
   "absent-partitions-are-not-reassigned": a NonExistentPartition has no reassignment in progress.
-- leader-in-isr-in-ar, controller-epoch-fencing (no broker ahead of /controller_epoch) and table-moves are
+- leader-in-isr-in-ar allows a leaderless partition's one ISR member outside AR (a replaced reassignment drops
+  it while the controller never empties the ISR); it is inductive with reassignment-ar-is-union and
+  absent-partitions-are-not-reassigned (the reassignment selector then elects inside AR).
+- controller-epoch-fencing (no broker ahead of /controller_epoch) and table-moves are
   inductive as stated, given "well-typed" (every state code known to the rule set, ids in range), which every
   proof carries and proves.
 
@@ -26,8 +29,9 @@ any eligible replica; tests/test_prove_selectors.py checks that on every concret
 brokers this is exactly the reference selectors' choice over all orders of the replica list.
 
 tests/test_prove_refinement.py checks that every step of the reference controller (three brokers, three ops
-deep) is a run of at most seven symbolic steps on the controller/ZooKeeper view. Not encoded: replacing a
-reassignment that is still running; several partitions (one symbolic partition stands for any of them).
+deep) is a run of at most seven symbolic steps on the controller/ZooKeeper view. Replacing a
+reassignment that is still running is one symbolic step (ReassignmentReplace; the refinement test does not
+replace one). Not encoded: several partitions (one symbolic partition stands for any of them).
 
 Seeded-bug switches of the one encoding: bump_epoch_on_election=False breaks one-leader-per-epoch,
 brokers_check_controller_epoch=False breaks controller-epoch-fencing (the zombie-controller trace).

@@ -510,6 +510,50 @@ class Encoding:
             ),
             (target,),
         )
+        # Kafka's reassignTo replacing the one in flight: AR becomes the new target plus OAR; the replicas only in
+        # the abandoned target go offline (out of the ISR, never emptying it; a leader among them leaves no leader)
+        # and leave AR, the new ones start. Back to the original replicas, it is no longer a reassignment.
+        new_target = self._param("new_target", z3.BitVecSort(self.n))
+        kept = s.oar | new_target
+        abandoned = s.ar & ~kept
+        replace_rs, replace_guards = [], []
+        for b in range(self.n):
+            dropped = z3.And(self.has(s.ar, b), z3.Not(self.has(kept, b)))
+            adding = z3.And(self.has(new_target, b), z3.Not(self.has(s.ar, b)))
+            replace_guards.append(z3.Implies(dropped, self.can_enter_replica(s, b, R.OFFLINE)))
+            replace_guards.append(z3.Implies(adding, self.can_enter_replica(s, b, R.NEW)))
+            replace_rs.append(z3.If(dropped, z3.IntVal(REPLICA_CODES[R.OFFLINE]),
+                                    z3.If(adding, z3.IntVal(REPLICA_CODES[R.NEW]), s.replica_state[b])))
+        rest = s.isr & ~abandoned
+        # The replicas leave the ISR one by one and the last member stays: one of them, whichever went last.
+        last = self._param("last_isr_member", z3.BitVecSort(self.n))
+        last_ok = z3.Implies(rest == self.empty(), z3.And(last != self.empty(), last & (last - 1) == self.empty(),
+                                                           self.subset(last, s.isr)))
+        cancelled = new_target == s.oar
+        replace = Action(
+            "ReassignmentReplace",
+            z3.And(
+                self._controller_up(s),
+                s.reassigning,
+                new_target != self.empty(),
+                new_target != s.rar,
+                *replace_guards,
+                last_ok,
+                self._write_leader(
+                    s,
+                    t,
+                    z3.If(self.has_id(abandoned, s.leader), z3.IntVal(NONE), s.leader),
+                    z3.If(rest == self.empty(), last, rest),
+                    s.leader_epoch + 1,
+                    reassigning=z3.Not(cancelled),
+                    oar=z3.If(cancelled, self.empty(), s.oar),
+                    rar=z3.If(cancelled, self.empty(), new_target),
+                    ar=kept,
+                    replica_state=tuple(replace_rs),
+                ),
+            ),
+            (new_target, last),
+        )
         # Last step: RAR has joined the ISR and holds the leader; AR becomes RAR, the leftovers go offline.
         removed_rs, removed_guards = [], []
         for b in range(self.n):
@@ -538,7 +582,7 @@ class Encoding:
                 ),
             ),
         )
-        return [start, complete]
+        return [start, replace, complete]
 
     def _table_actions(self, s: State, t: State) -> list[Action]:
         """Direct moves, one per table entry: topic creation and deletion, partitions and replicas offline/online."""
