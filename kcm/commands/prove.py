@@ -13,8 +13,11 @@ from kcm.checkers.prove.bounded import BoundedEncoding, UnsupportedConfig
 from kcm.checkers.prove.encoding import Encoding
 from kcm.checkers.prove.invariants import INVARIANTS, invariant
 from kcm.checkers.prove.proofs import NO_VIOLATION, PROVED, Counterexample, Result, SolverGaveUp, bmc, prove
+from kcm.model.strictjson import InputError, loads, read_bounded
 from kcm.model.tables import RULE_SETS, rule_set
-from kcm.reference.bounded import BadConfig, BoundedSystem, load_config
+from kcm.reference.bounded import BadConfig, BoundedSystem, load_config, validate_config
+from kcm.reference.scenario import MAX_SCENARIO_BYTES, InvalidScenario
+from kcm.reference.scenario import validate as validate_scenario
 
 NAME = "prove"
 HELP = "prove the safety invariants inductive with Z3 (or --bmc K: bounded model checking)"
@@ -53,17 +56,18 @@ BUGS = {
 def _load_config(name: str) -> dict[str, Any]:
     path = Path(name)
     if not path.suffix:
-        path = Path(__file__).resolve().parents[2] / "specs" / "configs" / f"{name}.json"
+        return load_config(name)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ValueError(f"no config {name!r} (looked for {path.name})") from None
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"config {name!r} is not JSON: {exc}") from None
-    config = data.get("config", data)
-    if not isinstance(config, dict) or not isinstance(config.get("brokers"), list) or not config["brokers"]:
-        raise ValueError(f"config {name!r} has no non-empty 'brokers' list")
-    return config
+        data = loads(read_bounded(path, MAX_SCENARIO_BYTES))
+        if isinstance(data, dict) and "config" in data:
+            validate_scenario(data)
+            return data["config"]
+        validate_config(data)
+    except OSError as exc:
+        raise ValueError(f"no config {name!r} ({exc.strerror or exc.__class__.__name__})") from None
+    except (InputError, InvalidScenario, BadConfig) as exc:
+        raise ValueError(f"{name}: {exc}") from None
+    return data
 
 
 def _encoding(args: argparse.Namespace) -> Encoding:
@@ -87,8 +91,8 @@ def _explorer_config(name: str) -> bool:
     if not path.suffix:
         return True
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
+        data = loads(read_bounded(path, MAX_SCENARIO_BYTES))
+    except (OSError, InputError):
         return True  # load_config reports the problem
     return not (isinstance(data, dict) and "config" in data)
 
