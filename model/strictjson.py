@@ -84,9 +84,15 @@ def read_bounded(path: str | Path, limit: int) -> bytes:
     return data
 
 
+# How far past a line's limit a reader looks for its end before it gives up on the file (`/dev/zero`, a binary
+# file without line ends): skipping costs time, never memory, but must end.
+MAX_SKIPPED_BYTES = 64 << 20
+
+
 def bounded_lines(fh: Any, limit: int) -> Iterator[tuple[bytes, bool]]:
     """(line, whole) for each line of a binary file; a line longer than `limit` bytes is cut to `limit` and the
-    rest of it skipped without being held in memory (whole is then False)."""
+    rest of it skipped without being held in memory (whole is then False). InputError when a line goes on past
+    MAX_SKIPPED_BYTES: the file is not made of lines."""
     while True:
         line = fh.readline(limit + 1)
         if not line:
@@ -94,11 +100,13 @@ def bounded_lines(fh: Any, limit: int) -> Iterator[tuple[bytes, bool]]:
         if line.endswith(b"\n") or len(line) <= limit:
             yield line, True
             continue
-        # Skip the rest of an over-long line in bounded chunks.
-        rest = line
-        while rest and not rest.endswith(b"\n"):
-            rest = fh.readline(limit)
         yield line[:limit], False
+        skipped, rest = len(line), line
+        while rest and not rest.endswith(b"\n"):
+            if skipped > MAX_SKIPPED_BYTES:
+                raise InputError(f"a line longer than {MAX_SKIPPED_BYTES:,} bytes: not a text file of lines")
+            rest = fh.readline(limit)
+            skipped += len(rest)
 
 
 # ------------------------------------------------------------------------------------------------ parsing
@@ -274,11 +282,12 @@ def describe(err: ValidationError) -> str:
         return f"has repeated items: {cut(got)}"
     if kw == "required":
         missing = [k for k in want if isinstance(got, dict) and k not in got]
-        return f"misses the key {cut(missing[0] if missing else want)}"
+        return f"{(missing[0] if missing else want)!r} is a required property"
     if kw in ("additionalProperties", "unevaluatedProperties") and isinstance(got, dict):
         known = set(err.schema.get("properties", {}))
         extra = [k for k in got if k not in known]
-        return f"unknown key {cut(extra[0] if extra else '?')}"
+        name = extra[0] if extra else "?"
+        return f"unknown key {name[:SHOWN_CHARS]!r}" + ("..." if len(name) > SHOWN_CHARS else "")
     if kw in ("anyOf", "oneOf") and _only_missing_keys(err):
         options = [" and ".join(sub["required"]) for sub in want]
         return f"needs {', or '.join(options)}"
