@@ -97,14 +97,14 @@ def traces_dir() -> Path:
 
 def scenario_stage(folder: Path) -> Stage:
     """Run every file under folder (Markdown notes aside) as `kcm run` does; each must meet its own expectations."""
-    from kcm.reference.scenario import InvalidScenario, parse_text, run
+    from kcm.reference.scenario import InvalidScenario, read_file, run
 
     stage = Stage("scenarios")
     files = sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix != ".md")
     for path in files:
         name = str(path.relative_to(folder))
         try:
-            outcome = run(parse_text(path.read_bytes()))
+            outcome = run(read_file(path))
         except InvalidScenario as err:
             return _fail(stage, f"{name}: invalid scenario: {err}", {"scenario": name})
         except OSError as err:

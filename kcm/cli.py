@@ -7,6 +7,7 @@ import importlib
 import pkgutil
 import sys
 from types import ModuleType
+from typing import NoReturn
 
 import kcm.commands
 
@@ -21,9 +22,17 @@ def _commands() -> dict[str, ModuleType]:
     return dict(sorted(found.items()))
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with a one-line error: bad input gets exit 2 and one line naming the flag and the problem."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print one line and exit 2 (argparse would print the whole usage first)."""
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand found in kcm.commands."""
-    parser = argparse.ArgumentParser(prog="kcm", description="A checked model of Kafka's ZooKeeper-mode controller.")
+    parser = _Parser(prog="kcm", description="A checked model of Kafka's ZooKeeper-mode controller.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module in _commands().items():
         p = sub.add_parser(name, help=module.HELP, description=module.HELP)

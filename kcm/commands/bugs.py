@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from kcm import flags
 from kcm.model.variants import VARIANTS
 from kcm.reference.bounded import BadConfig
 
@@ -20,7 +21,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--list", action="store_true", help="list the variants and exit")
     p.add_argument("--json", action="store_true", help="print the table as JSON")
     p.add_argument("--out", help="write each counterexample as a `kcm run` scenario NAME.json into this folder")
-    p.add_argument("--max-states", type=int, help="cap each exploration (a capped fixed run is not called clean)")
+    p.add_argument("--max-states", type=flags.count(1, flags.MAX_STATES),
+                   help="cap each exploration (a capped fixed run is not called clean)")
 
 
 def main(args: argparse.Namespace) -> int:

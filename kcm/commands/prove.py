@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from kcm import flags
 from kcm.checkers.prove import bounded_bmc
 from kcm.checkers.prove.bounded import BoundedEncoding, UnsupportedConfig
 from kcm.checkers.prove.encoding import Encoding
@@ -28,9 +29,11 @@ MAX_BROKERS = 8
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Declare the options of `kcm prove`."""
     p.add_argument("--rules", default="seeds", choices=sorted(RULE_SETS))
-    p.add_argument("--brokers", type=int, default=5, help=f"cluster size, 1..{MAX_BROKERS} (default 5)")
+    p.add_argument("--brokers", type=flags.count(1, MAX_BROKERS),
+                   default=5, help=f"cluster size, 1..{MAX_BROKERS} (default 5)")
     p.add_argument("--invariant", action="append", choices=[i.name for i in INVARIANTS], help="only these")
-    p.add_argument("--bmc", type=int, metavar="K", help="bounded model checking to depth K instead of induction")
+    p.add_argument("--bmc", type=flags.count(0, flags.MAX_BMC_DEPTH),
+                   metavar="K", help="bounded model checking to depth K instead of induction")
     p.add_argument(
         "--config",
         help="with --bmc: an explorer config (NAME of specs/configs/, or a JSON file) checked over its exact "
@@ -39,7 +42,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bug", action="append", default=[], choices=sorted(BUGS), help="switch on a seeded bug")
     p.add_argument(
         "--trace-depth",
-        type=int,
+        type=flags.count(0, flags.MAX_BMC_DEPTH),
         default=7,
         metavar="D",
         help="when a proof fails, search executions up to D steps for a trace (default 7, 0: off)",
