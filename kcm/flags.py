@@ -19,7 +19,8 @@ def count(low: int, high: int) -> Callable[[str], int]:
         if not digits.isascii() or not digits.isdigit():
             raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a whole number from {low:,} to {high:,}")
         if len(digits) > len(str(high)) + 1:  # never parse a thousand-digit number
-            raise argparse.ArgumentTypeError(f"{text[:40]!r}{'...' if len(text) > 40 else ''} is not from {low:,} to {high:,}")
+            shown = text[:40] + ("..." if len(text) > 40 else "")
+            raise argparse.ArgumentTypeError(f"{shown!r} is not from {low:,} to {high:,}")
         value = int(text)
         if not low <= value <= high:
             raise argparse.ArgumentTypeError(f"{value:,} is not from {low:,} to {high:,}")
