@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import json
 import os
 import pickle
@@ -74,8 +75,8 @@ def big_value(rng: random.Random) -> Any:
 
 
 def hostile(rng: random.Random) -> Any:
-    """A value that is wrong somewhere."""
-    return big_value(rng) if rng.random() < 0.1 else rng.choice(HOSTILE)
+    """A value that is wrong somewhere (a fresh copy: a later mutation must not change the table)."""
+    return big_value(rng) if rng.random() < 0.1 else copy.deepcopy(rng.choice(HOSTILE))
 
 
 def dumps(doc: Any) -> str:

@@ -14,6 +14,7 @@ Every file kcm reads from a user (scenarios, traces, explorer configs) goes thro
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
@@ -247,10 +248,31 @@ StrictValidator = jsonschema.validators.extend(
 )
 
 
+# Keywords that look at a value's type and size only; they are evaluated before the keywords that walk its items,
+# so a list of a million steps is refused by its maxItems before any step is looked at.
+_CHEAP_FIRST = ("type", "maxItems", "maxProperties", "maxLength", "minItems", "minProperties", "minLength",
+                "maximum", "minimum", "enum", "const", "required")
+
+
+def _cheap_first(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_cheap_first(x) for x in node]
+    if not isinstance(node, dict):
+        return node
+    rank = {k: i for i, k in enumerate(_CHEAP_FIRST)}
+    keys = sorted(node, key=lambda k: rank.get(k, len(rank)))
+    return {k: _cheap_first(node[k]) if k not in ("enum", "const") else node[k] for k in keys}
+
+
 def validator(schema: dict[str, Any]) -> Any:
     """A strict validator for a schema (checked first: a broken schema is a bug here, not bad input)."""
     StrictValidator.check_schema(schema)
-    return StrictValidator(schema)
+    return StrictValidator(_cheap_first(schema))
+
+
+# Errors looked at to choose the most relevant one. With the cheap keywords first, the first error found is on the
+# shallowest place that is wrong; looking for a second would walk a document of a million valid items whole.
+MAX_ERRORS_WEIGHED = 1
 
 
 def describe(err: ValidationError) -> str:
@@ -303,7 +325,7 @@ def _only_missing_keys(err: ValidationError) -> bool:
 
 def first_error(schema_validator: Any, doc: Any) -> str | None:
     """'PATH: problem' for the most relevant schema error of doc, or None when doc is valid."""
-    errors = list(schema_validator.iter_errors(doc))
+    errors = list(itertools.islice(schema_validator.iter_errors(doc), MAX_ERRORS_WEIGHED))
     if not errors:
         return None
     best = jsonschema.exceptions.best_match(errors)
