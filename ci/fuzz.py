@@ -222,6 +222,7 @@ class Corpus:
     configs: list[Path] = field(default_factory=lambda: [p for p in _seeds("configs/*.json")
                                                          if p.stem in ("tiny", "controller", "default", "async")])
     checkpoint: bytes = b""
+    states: int = -1  # distinct states of the whole tiny exploration: what any resumed run must report
 
 
 class _Crafted:
@@ -311,7 +312,7 @@ def _lines_case(command: str, head: list[str], seeds: list[Path], rng: random.Ra
 
 def _checkpoint_case(rng: random.Random, corpus: Corpus, work: Path) -> Case:
     path = work / "input.ck"
-    head = ["explore", "--config", "tiny", "--quiet", "--resume"]
+    head = ["explore", "--config", "tiny", "--quiet", "--json", "--resume"]
     pick = rng.random()
     if pick < 0.15:
         marker = work / MARKER
@@ -386,6 +387,9 @@ def run_forked(argv: list[str], memory: int, cpu: int, timeout: float) -> Outcom
             os.dup2(null, 0)
             os.dup2(out.fileno(), 1)
             os.dup2(err.fileno(), 2)
+            # Fresh text streams on fds 1 and 2 (the parent's may be a test runner's capture buffers).
+            sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+            sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)  # noqa: SIM115
             sys.argv = ["kcm", *argv]
             code = main(argv)
         except SystemExit as exc:
@@ -468,12 +472,24 @@ def traceback_kind(text: str) -> str:
     return last.split(":", 1)[0].strip()[:60]
 
 
-def make_checkpoint(work: Path) -> bytes:
-    """A real checkpoint of `kcm explore --config tiny` (the bytes the checkpoint mutations start from)."""
+def make_checkpoint(work: Path) -> tuple[bytes, int]:
+    """A real checkpoint of a partial `kcm explore --config tiny` (the bytes the checkpoint mutations start
+    from), and the distinct states of the whole exploration."""
     path = work / "tiny.ck"
-    subprocess.run([sys.executable, "-m", "kcm.cli", "explore", "--config", "tiny", "--quiet", "--max-states",
-                    "200", "--checkpoint", str(path), "--checkpoint-every", "0"], capture_output=True, timeout=300)
-    return path.read_bytes() if path.exists() else b"not a checkpoint"
+    kcm = [sys.executable, "-m", "kcm.cli", "explore", "--config", "tiny", "--quiet"]
+    subprocess.run([*kcm, "--max-states", "200", "--checkpoint", str(path), "--checkpoint-every", "0"],
+                   capture_output=True, timeout=300)
+    whole = subprocess.run([*kcm, "--json"], capture_output=True, timeout=300, text=True)
+    states = json.loads(whole.stdout)["distinct_states"]
+    return (path.read_bytes() if path.exists() else b"not a checkpoint"), states
+
+
+def resumed_states(out: Outcome) -> int | None:
+    """The distinct states a resumed run printed (its --json summary), None if it printed none."""
+    try:
+        return int(json.loads(out.stdout)["distinct_states"])
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 def case_rng(seed: int, index: int) -> random.Random:
@@ -510,7 +526,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         corpus = Corpus()
         if "checkpoint" in kinds:
-            corpus.checkpoint = make_checkpoint(base)
+            corpus.checkpoint, corpus.states = make_checkpoint(base)
         indexes = [args.case] if args.case is not None else range(args.cases)
         stats: dict[str, Counter] = defaultdict(Counter)
         tracebacks: dict[str, Counter] = defaultdict(Counter)
@@ -525,12 +541,14 @@ def main(argv: list[str] | None = None) -> int:
             out = runner(case.argv, memory, args.cpu_seconds, args.timeout)
             out.code_ran = (work / MARKER).exists()
             bad = verdicts(case, out)
+            if kind == "checkpoint" and out.code in (0, 1) and not bad and resumed_states(out) != corpus.states:
+                bad.append(f"resumed to {resumed_states(out)} states, not {corpus.states}")
             row = stats[kind]
             row["cases"] += 1
             row[f"exit {out.code}" if out.code is not None else "hang"] += 1
             row["seconds"] += out.seconds
             for b in bad:
-                row[b.split(" by ")[0] if b.startswith("killed") else b] += 1
+                row["killed" if b.startswith("killed") else "wrong counts" if b.startswith("resumed") else b] += 1
             if "traceback" in bad:
                 tracebacks[kind][traceback_kind(out.stderr.decode("utf-8", "replace"))] += 1
             if bad:
@@ -558,7 +576,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(summary, indent=1))
     elif not args.show:
         print(f"kcm fuzz: seed {args.seed}, {len(indexes)} cases, mode {args.mode}, {elapsed:.0f} s")
-        problems = ("traceback", "hang", "killed", "crafted checkpoint ran code", "error of more than one line")
+        problems = ("traceback", "hang", "killed", "crafted checkpoint ran code", "wrong counts",
+                    "error of more than one line")
         print(f"  {'kind':11} {'cases':>6} {'exit 0':>7} {'exit 1':>7} {'exit 2':>7} " +
               " ".join(f"{p.split()[0]:>9}" for p in problems) + f" {'s/case':>7}")
         for kind, c in stats.items():
