@@ -150,8 +150,14 @@ def loads(raw: bytes | str) -> Any:
     if text.startswith("\ufeff"):
         text = text[1:]  # a byte-order mark some editors write
     try:
-        doc = json.loads(text, parse_int=_parse_int, parse_float=_parse_float, parse_constant=_parse_constant,
-                         object_pairs_hook=_no_duplicates)
+        # The C scanner parses numbers itself (fast); a literal past Python's int-string limit makes it raise,
+        # and only then is the text parsed again with a hook that marks such numbers, to name their place.
+        try:
+            doc = _DECODER.decode(text)
+        except ValueError as err:
+            if isinstance(err, json.JSONDecodeError) or "integer string conversion" not in str(err):
+                raise
+            doc = _MARKING_DECODER.decode(text)
     except json.JSONDecodeError as err:
         raise InputError(f"broken JSON at line {err.lineno} column {err.colno}: {err.msg}") from None
     except RecursionError:
@@ -169,11 +175,50 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return doc
 
 
+def _fine(doc: Any, limit: int) -> bool:
+    """Whether doc nests at most `limit` deep and holds no refused number (the fast pass: no paths kept)."""
+    stack = [(doc, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > limit:
+            return False
+        for sub in value.values() if type(value) is dict else value if type(value) is list else ():
+            kind = type(sub)
+            if kind is dict or kind is list:
+                stack.append((sub, depth + 1))
+            elif kind is _Refused or kind is int and not -_BIG < sub < _BIG or kind is float and not _finite(sub):
+                return False
+    return True
+
+
+_BIG = 10**MAX_INT_DIGITS
+_finite = math.isfinite
+
+
+def _refused_number(value: Any) -> _Refused | None:
+    """Why a parsed number is refused (too many digits, or a float that overflowed to infinity), or None."""
+    if type(value) is int and not -_BIG < value < _BIG:
+        return _Refused(f"an integer of {len(str(abs(value))):,} digits (at most {MAX_INT_DIGITS})")
+    if type(value) is float and not _finite(value):
+        return _Refused("a number too large to be finite")
+    return None
+
+
+# Built once: json.loads with hooks would build a decoder on every call, which costs more than the parse of a
+# trace line.
+_DECODER = json.JSONDecoder(parse_constant=_parse_constant, object_pairs_hook=_no_duplicates)
+_MARKING_DECODER = json.JSONDecoder(parse_int=_parse_int, parse_float=_parse_float, parse_constant=_parse_constant,
+                                    object_pairs_hook=_no_duplicates)
+
+
 def check_depth(doc: Any, limit: int = MAX_DEPTH) -> None:
     """InputError when containers nest deeper than `limit`, or hold a number the parser refused (checked in
     document order, without recursion)."""
-    if isinstance(doc, _Refused):
-        raise InputError(f"$: {doc.reason}")
+    refused = doc if isinstance(doc, _Refused) else _refused_number(doc)
+    if refused is not None:
+        raise InputError(f"$: {refused.reason}")
+    if _fine(doc, limit):
+        return
     stack: list[tuple[Any, int, tuple]] = [(doc, 1, ())]
     while stack:
         value, depth, path = stack.pop()
@@ -190,8 +235,9 @@ def check_depth(doc: Any, limit: int = MAX_DEPTH) -> None:
             if isinstance(sub, (dict, list)):
                 stack.append((sub, depth + 1, (*path, key)))
         for key, sub in items:
-            if isinstance(sub, _Refused):
-                raise InputError(f"{json_path((*path, key))}: {sub.reason}")
+            refused = sub if isinstance(sub, _Refused) else _refused_number(sub)
+            if refused is not None:
+                raise InputError(f"{json_path((*path, key))}: {refused.reason}")
 
 
 # ------------------------------------------------------------------------------------------------ schemas
