@@ -44,7 +44,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # a refused flag (one line already printed), or --help: the code, as a return value
+        return exc.code if isinstance(exc.code, int) else 2
     if not getattr(args, "_main", None):
         parser.print_help()
         return 2
