@@ -15,11 +15,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from kcm.model import strictjson
 from kcm.model.tables import DEFAULT_RULES, RULE_SETS, rule_set
 
 DEFAULT_BROKERS = 5  # the cluster size `kcm prove` proves for when not told otherwise
 DEFAULT_CONFIG = "tiny"
 MANIFEST = "manifest.json"
+MAX_MANIFEST_BYTES = 1 << 20
 VALID, VIOLATION, MALFORMED = "valid", "violation", "malformed"
 PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
 
@@ -185,7 +187,7 @@ def trace_expectations(folder: Path) -> dict[str, dict[str, Any]]:
     manifest = folder / MANIFEST
     if manifest.exists():
         try:
-            listed = json.loads(manifest.read_text(encoding="utf-8"))["expected"]
+            listed = strictjson.loads(strictjson.read_bounded(manifest, MAX_MANIFEST_BYTES))["expected"]
             if not isinstance(listed, dict):
                 raise TypeError("'expected' is not an object")
         except (OSError, ValueError, KeyError, TypeError) as err:
