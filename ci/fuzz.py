@@ -42,7 +42,7 @@ SPECS = ROOT / "specs"
 KINDS = ("run", "trace", "log", "config", "checkpoint", "flags")
 # Exit codes each command may end with (docs/robustness.md): 0 and 1 are verdicts, 2 refused input.
 ALLOWED = {"run": {0, 1, 2}, "check-trace": {0, 1, 2}, "check-log": {0, 1, 2}, "explore": {0, 1, 2},
-           "prove": {0, 1, 2}}
+           "prove": {0, 1, 2}, "table": {0, 2}}
 MARKER = "KCM_FUZZ_MARKER"  # a crafted checkpoint tries to create this file; it must never appear
 
 
@@ -331,6 +331,11 @@ FLAG_VALUES = ["-1", "0", "1e9", "nan", "inf", "-inf", "1.5", "", "x", "9" * 500
 
 
 def _flags_case(rng: random.Random, work: Path) -> Case:
+    if rng.random() < 0.1:  # an output path that cannot be written
+        target = rng.choice(["/dev/null", "/nonexistent/x", str(work), "/proc/version"])
+        argv = rng.choice([["explore", "--config", "tiny", "--quiet", "--max-states", "50", "--out", target],
+                           ["table", "--output", target + "/t.md" if target == str(work) else target]])
+        return Case("flags", argv[0], argv, f"{argv[0]} writing to {target}")
     command, flags = rng.choice([
         ("explore", ["--walks", "--depth", "--seed", "--max-states", "--local-levels", "--checkpoint-every"]),
         ("prove", ["--bmc", "--brokers", "--trace-depth"]),

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 from collections.abc import Callable
+from pathlib import Path
 
 
 def count(low: int, high: int) -> Callable[[str], int]:
@@ -44,6 +46,15 @@ def seconds(low: float, high: float) -> Callable[[str], float]:
 
     parse.__name__ = "seconds"
     return parse
+
+
+def prepare_folder(path: str) -> str | None:
+    """Create an output folder before any work is done; why it cannot be written to, or None when it can."""
+    try:
+        Path(path).mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        return err.strerror or err.__class__.__name__
+    return None if os.access(path, os.W_OK | os.X_OK) else "not a writable folder"
 
 
 # Ranges of the counting flags (documented in docs/robustness.md).

@@ -331,6 +331,8 @@ def test_check_log_skips_an_over_long_line_with_its_number(tmp_path, capsys):
     ["explore", "--checkpoint-every", "nan"], ["explore", "--checkpoint-every", "inf"],
     ["explore", "--max-states", "0"], ["explore", "--local-levels", "0"], ["prove", "--bmc", "1000000"],
     ["prove", "--brokers", "true"], ["explore", "--resume", ""],
+    ["explore", "--config", "tiny", "--quiet", "--out", "/dev/null"], ["table", "--output", "/nonexistent/x"],
+    ["bugs", "--out", "/dev/null", "KAFKA-1120"],
 ])
 def test_hostile_flags(capsys, argv):
     try:

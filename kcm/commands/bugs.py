@@ -33,6 +33,9 @@ def main(args: argparse.Namespace) -> int:
         for v in VARIANTS:
             print(f"{v.name:12} {v.affected:>24} -> {v.fixed:10} breaks {', '.join(v.breaks)}: {v.title}")
         return 0
+    if args.out and (why := flags.prepare_folder(args.out)):
+        print(f"kcm bugs: --out {args.out}: {why}", file=sys.stderr)
+        return 2
     try:
         rows = check_all(args.names or None, args.max_states)
     except (KeyError, BadConfig) as err:
@@ -41,9 +44,13 @@ def main(args: argparse.Namespace) -> int:
     if args.out:
         folder = Path(args.out)
         folder.mkdir(parents=True, exist_ok=True)
-        for row in rows:
-            if row["scenario"] is not None:
-                (folder / f"{row['name']}.json").write_text(json.dumps(row["scenario"], indent=1) + "\n")
+        try:
+            for row in rows:
+                if row["scenario"] is not None:
+                    (folder / f"{row['name']}.json").write_text(json.dumps(row["scenario"], indent=1) + "\n")
+        except OSError as err:
+            print(f"kcm bugs: --out {args.out}: {err.strerror or err}", file=sys.stderr)
+            return 2
     ok = all(r["rediscovered"] and r["fixed_clean"] for r in rows)
     if args.json:
         print(json.dumps({"variants": [{k: v for k, v in r.items() if k != "scenario"} for r in rows],

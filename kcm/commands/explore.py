@@ -59,6 +59,9 @@ def main(args: argparse.Namespace) -> int:
     except (BadConfig, ValueError) as err:
         print(f"kcm explore: {err}", file=sys.stderr)
         return 2
+    if args.out and (why := flags.prepare_folder(args.out)):
+        print(f"kcm explore: --out {args.out}: {why}", file=sys.stderr)
+        return 2
     if args.checkpoint_every < 0:
         print("kcm explore: --checkpoint-every must be 0 or more seconds", file=sys.stderr)
         return 2
@@ -137,8 +140,12 @@ def main(args: argparse.Namespace) -> int:
     if args.out:
         folder = Path(args.out)
         folder.mkdir(parents=True, exist_ok=True)
-        for name, cex in summary["counterexamples"].items():
-            (folder / f"{name}.json").write_text(json.dumps(cex["scenario"], indent=1) + "\n")
+        try:
+            for name, cex in summary["counterexamples"].items():
+                (folder / f"{name}.json").write_text(json.dumps(cex["scenario"], indent=1) + "\n")
+        except OSError as err:
+            print(f"kcm explore: --out {args.out}: {err.strerror or err}", file=sys.stderr)
+            return 2
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
