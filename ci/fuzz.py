@@ -497,6 +497,14 @@ def resumed_states(out: Outcome) -> int | None:
         return None
 
 
+def _stop_on_signals() -> list[int]:
+    """A list that becomes non-empty when SIGTERM or SIGINT arrives (the case running then is finished first)."""
+    stop: list[int] = []
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda number, frame: stop.append(number))
+    return stop
+
+
 def case_rng(seed: int, index: int) -> random.Random:
     """The generator of case `index` of a run seeded with `seed` (each case reproducible on its own)."""
     return random.Random(f"kcm-fuzz:{seed}:{index}")
@@ -537,7 +545,11 @@ def main(argv: list[str] | None = None) -> int:
         tracebacks: dict[str, Counter] = defaultdict(Counter)
         wrong: list[dict[str, Any]] = []
         started = time.monotonic()
+        done = 0
+        stop = _stop_on_signals()
         for index in indexes:
+            if stop:
+                break  # SIGTERM or SIGINT: report the cases run so far
             rng = case_rng(args.seed, index)
             kind = kinds[index % len(kinds)]
             work = base / f"case{index}"
@@ -569,10 +581,12 @@ def main(argv: list[str] | None = None) -> int:
                 print("stdout:", out.stdout.decode("utf-8", "replace")[:3000])
                 print("stderr:", out.stderr.decode("utf-8", "replace")[:3000])
             shutil.rmtree(work, ignore_errors=True)
+            done += 1
         elapsed = time.monotonic() - started
     finally:
         shutil.rmtree(base, ignore_errors=True)
-    summary = {"seed": args.seed, "cases": len(indexes), "mode": args.mode, "seconds": round(elapsed, 1),
+    summary = {"seed": args.seed, "cases": done, "interrupted": bool(stop), "mode": args.mode,
+               "seconds": round(elapsed, 1),
                "by_kind": {k: {n: (round(v, 1) if n == "seconds" else v) for n, v in sorted(c.items())}
                            for k, c in stats.items()},
                "tracebacks": {k: dict(c) for k, c in tracebacks.items()},
@@ -580,7 +594,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(summary, indent=1))
     elif not args.show:
-        print(f"kcm fuzz: seed {args.seed}, {len(indexes)} cases, mode {args.mode}, {elapsed:.0f} s")
+        print(f"kcm fuzz: seed {args.seed}, {done} cases{' (interrupted)' if stop else ''}, mode {args.mode}, "
+              f"{elapsed:.0f} s")
         problems = ("traceback", "hang", "killed", "crafted checkpoint ran code", "wrong counts",
                     "error of more than one line")
         print(f"  {'kind':11} {'cases':>6} {'exit 0':>7} {'exit 1':>7} {'exit 2':>7} " +
