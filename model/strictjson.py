@@ -3,8 +3,9 @@
 Every file kcm reads from a user (scenarios, traces, explorer configs) goes through here before any rule sees it:
 
 * a read never takes more than a declared number of bytes (`/dev/zero` or a huge file is refused, not loaded);
-* numbers are parsed with hooks: an integer literal longer than `MAX_INT_DIGITS` digits, NaN, Infinity and floats
-  that overflow are refused by the parser itself (Python's int-string limit would otherwise raise mid-parse);
+* numbers: an integer of more than `MAX_INT_DIGITS` digits, NaN, Infinity and floats that overflow are refused
+  with their JSON path, before any schema sees them (a literal past Python's int-string limit, which would raise
+  mid-parse, is caught by a second parse whose hooks mark it);
 * duplicate keys are refused, and nesting deeper than `MAX_DEPTH` is refused before a schema walks the value;
 * schemas are checked by a jsonschema validator whose "integer" is a Python int and never a bool or a float such
   as 2.0, and whose `pattern` follows ECMA-262 (the schema language's regex dialect): `$` ends the string, so a
@@ -28,7 +29,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
 # Limits on any JSON input (documented in docs/robustness.md). No bound of any schema goes past 2**63, which has
-# 19 digits; a longer literal is refused while parsing.
+# 19 digits; a longer integer is refused before the schema.
 MAX_DEPTH = 64
 MAX_INT_DIGITS = 20
 SHOWN_CHARS = 60  # how much of an offending value a message shows
