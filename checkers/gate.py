@@ -22,12 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from kcm.checkers.ci_formats import Case
+from kcm.model import strictjson
 from kcm.model.tables import DEFAULT_RULES, RULE_SETS, rule_set
 
 DEFAULT_BROKERS = 5  # the cluster size `kcm prove` proves for when not told otherwise
 DEFAULT_CONFIG = "tiny"
 STAGES = ("scenarios", "prove", "explore", "traces")
 MANIFEST = "manifest.json"
+MAX_MANIFEST_BYTES = 1 << 20
 VALID, VIOLATION, MALFORMED = "valid", "violation", "malformed"
 PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
 
@@ -127,7 +129,7 @@ def traces_dir() -> Path:
 
 def scenario_stage(folder: Path) -> Stage:
     """Run every file under folder (Markdown notes aside) as `kcm run` does; each must meet its own expectations."""
-    from kcm.reference.scenario import InvalidScenario, parse_text, run
+    from kcm.reference.scenario import InvalidScenario, read_file, run
 
     stage = Stage("scenarios")
     files = sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix != ".md")
@@ -136,7 +138,7 @@ def scenario_stage(folder: Path) -> Stage:
         case = Case("scenarios", name, file=str(path))
         t0 = time.perf_counter()
         try:
-            outcome = run(parse_text(path.read_bytes()))
+            outcome = run(read_file(path))
         except InvalidScenario as err:
             _fail_case(stage, case, f"invalid scenario: {err}", {"scenario": name}, "invalid-scenario")
             continue
@@ -289,7 +291,7 @@ def trace_expectations(folder: Path) -> dict[str, dict[str, Any]]:
     manifest = folder / MANIFEST
     if manifest.exists():
         try:
-            listed = json.loads(manifest.read_text(encoding="utf-8"))["expected"]
+            listed = strictjson.loads(strictjson.read_bounded(manifest, MAX_MANIFEST_BYTES))["expected"]
             if not isinstance(listed, dict):
                 raise TypeError("'expected' is not an object")
         except (OSError, ValueError, KeyError, TypeError) as err:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from typing import NoReturn
 
 from kcm import __version__
 
@@ -38,9 +39,17 @@ def _chosen(argv: list[str]) -> str | None:
     return next((a for a in argv if not a.startswith("-")), None)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with a one-line error: bad input gets exit 2 and one line naming the flag and the problem."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print one line and exit 2 (argparse would print the whole usage first)."""
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The argument parser: every subcommand listed, the arguments of `command` declared (its module imported)."""
-    parser = argparse.ArgumentParser(prog="kcm", description="A checked model of Kafka's ZooKeeper-mode controller.")
+    parser = _Parser(prog="kcm", description="A checked model of Kafka's ZooKeeper-mode controller.")
     parser.add_argument("--version", action="version", version=f"kcm {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module_name, help_text) in COMMANDS.items():
@@ -63,7 +72,10 @@ def main(argv: list[str] | None = None) -> int:
     command = _chosen(argv)
     try:
         parser = build_parser(command if command in COMMANDS else None)
-        args = parser.parse_args(argv)
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as exc:  # a refused flag (one line already printed), or --help: the code, as a value
+            return exc.code if isinstance(exc.code, int) else 2
         if not getattr(args, "_main", None):
             parser.print_help()
             return 2

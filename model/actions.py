@@ -271,6 +271,17 @@ CONTRACT_OPS: dict[str, type] = {
 }
 
 
+# The contract's acks values, with Kafka's own spelling of acks=all (-1); anything else is refused (KeyError), never
+# run as acks=1.
+_ACKS = {"all": "all", -1: "all", 1: "1", "1": "1"}
+
+
+def _acks(value: Any) -> str:
+    if type(value) not in (str, int):
+        raise KeyError(f"acks {value!r}")
+    return _ACKS[value]
+
+
 def _assignment(obj: dict[str, list[int]]) -> tuple[tuple[int, tuple[int, ...]], ...]:
     return tuple(sorted((int(p), tuple(r)) for p, r in obj.items()))
 
@@ -302,7 +313,7 @@ def from_step(step: dict[str, Any]) -> Any:
         parts = step.get("partitions")
         return PreferredElection(None if parts is None else tuple(parse_tp(p) for p in parts))
     if op == "produce":
-        return Produce(parse_tp(step["partition"]), int(step.get("records", 1)), str(step.get("acks", "all")))
+        return Produce(parse_tp(step["partition"]), int(step.get("records", 1)), _acks(step.get("acks", "all")))
     if op == "replicate":
         return Replicate(parse_tp(step["partition"]), int(step.get("broker", -1)))
     if op == "isr_shrink":

@@ -27,6 +27,10 @@ def _print_text(report: Report, line: str | None) -> None:
     print(f"lines read:        {report.lines_read}")
     print(f"events:            {report.events}")
     print(f"unknown lines:     {report.unknown_lines} ({report.headerless_lines} without a log4j header)")
+    if report.unreadable_lines:
+        at = ", ".join(map(str, report.first_unreadable))
+        more = ", ..." if report.unreadable_lines > len(report.first_unreadable) else ""
+        print(f"unreadable lines:  {report.unreadable_lines} (skipped; at line {at}{more})")
     print(f"partitions seen:   {report.partitions_seen}")
     print(f"detected version:  {report.detected_version}")
     print(f"rules:             {report.rules}")

@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from kcm import flags
 from kcm.checkers import checkpoint, evidence, liveness, spark_bfs, walk
 from kcm.checkers.bfs import Progress
 from kcm.checkers.checkpoint import BadCheckpoint, Checkpointer
@@ -22,22 +23,26 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--spark-memory", default=spark_bfs.DEFAULT_MEMORY, metavar="SIZE",
                    help="spark engine: JVM heap of the driver (in local mode also the executors'), "
                         f"default {spark_bfs.DEFAULT_MEMORY}")
-    p.add_argument("--local-levels", type=int, default=4, metavar="N",
+    p.add_argument("--local-levels", type=flags.count(1, flags.MAX_LEVELS), default=4, metavar="N",
                    help="spark engine: levels each partition expands on its own before a shuffle (default 4)")
-    p.add_argument("--max-states", type=int, help="stop after this many distinct states (the run is then partial)")
+    p.add_argument("--max-states", type=flags.count(1, flags.MAX_STATES),
+                   help="stop after this many distinct states (the run is then partial)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--out", help="write each counterexample as a `kcm run` scenario into this folder")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report (counterexamples, coverage)")
     p.add_argument("--coverage", action="store_true", help="also report which table edges the exploration covered")
-    p.add_argument("--walks", type=int, help="random-walk mode (either engine): run N seeded walks instead of BFS")
-    p.add_argument("--depth", type=int, default=100, help="steps per random walk at most (default: 100)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the random walks (default: 0)")
+    p.add_argument("--walks", type=flags.count(1, flags.MAX_WALKS),
+                   help="random-walk mode (either engine): run N seeded walks instead of BFS")
+    p.add_argument("--depth", type=flags.count(0, flags.MAX_DEPTH),
+                   default=100, help="steps per random walk at most (default: 100)")
+    p.add_argument("--seed", type=flags.count(0, flags.MAX_SEED),
+                   default=0, help="seed of the random walks (default: 0)")
     p.add_argument("--symmetry", action="store_true", help="reduce by the config's interchangeable brokers")
     p.add_argument("--symmetry-compare", action="store_true",
                    help="with --symmetry, also run unreduced and report both counts")
     p.add_argument("--checkpoint", metavar="FILE", help="write a checkpoint to FILE at level (spark: round) boundaries")
-    p.add_argument("--checkpoint-every", metavar="SECONDS", type=float, default=60.0,
+    p.add_argument("--checkpoint-every", metavar="SECONDS", type=flags.seconds(0, flags.MAX_SECONDS), default=60.0,
                    help="at most one checkpoint per this many seconds (default 60; 0: at every level)")
     p.add_argument("--resume", metavar="FILE", help="continue the run saved in this checkpoint (same config)")
 
@@ -53,6 +58,9 @@ def main(args: argparse.Namespace) -> int:
     except (BadConfig, ValueError) as err:
         print(f"kcm explore: {err}", file=sys.stderr)
         return 2
+    if args.out and (why := flags.prepare_folder(args.out)):
+        print(f"kcm explore: --out {args.out}: {why}", file=sys.stderr)
+        return 2
     if args.checkpoint_every < 0:
         print("kcm explore: --checkpoint-every must be 0 or more seconds", file=sys.stderr)
         return 2
@@ -61,7 +69,7 @@ def main(args: argparse.Namespace) -> int:
         print("kcm explore: --local-levels must be at least 1", file=sys.stderr)
         return 2
     resume = None
-    if args.resume:
+    if args.resume is not None:
         try:
             resume = checkpoint.load(args.resume, model.cfg)
         except BadCheckpoint as err:
@@ -130,9 +138,13 @@ def main(args: argparse.Namespace) -> int:
             summary["symmetry"]["unreduced_states"] = unreduced.distinct_states
     if args.out:
         folder = Path(args.out)
-        folder.mkdir(parents=True, exist_ok=True)
-        for name, cex in summary["counterexamples"].items():
-            (folder / f"{name}.json").write_text(json.dumps(cex["scenario"], indent=1) + "\n")
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            for name, cex in summary["counterexamples"].items():
+                (folder / f"{name}.json").write_text(json.dumps(cex["scenario"], indent=1) + "\n")
+        except OSError as err:
+            print(f"kcm explore: --out {args.out}: {err.strerror or err}", file=sys.stderr)
+            return 2
     cov = None
     if args.coverage or args.html:
         from kcm.checkers import coverage

@@ -5,18 +5,21 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from kcm import flags
 from kcm.checkers import evidence
 from kcm.checkers.prove import bounded_bmc
 from kcm.checkers.prove.bounded import BoundedEncoding, UnsupportedConfig
 from kcm.checkers.prove.encoding import Encoding
 from kcm.checkers.prove.invariants import INVARIANTS, invariant
 from kcm.checkers.prove.proofs import NO_VIOLATION, PROVED, Counterexample, Result, SolverGaveUp, bmc, prove
+from kcm.model.strictjson import InputError, loads, read_bounded
 from kcm.model.tables import RULE_SETS, rule_set
-from kcm.reference.bounded import BadConfig, BoundedSystem, load_config
+from kcm.reference.bounded import BadConfig, BoundedSystem, load_config, validate_config
+from kcm.reference.scenario import MAX_SCENARIO_BYTES, InvalidScenario
+from kcm.reference.scenario import validate as validate_scenario
 
 MAX_BROKERS = 8
 
@@ -24,9 +27,11 @@ MAX_BROKERS = 8
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Declare the options of `kcm prove`."""
     p.add_argument("--rules", default="seeds", choices=sorted(RULE_SETS))
-    p.add_argument("--brokers", type=int, default=5, help=f"cluster size, 1..{MAX_BROKERS} (default 5)")
+    p.add_argument("--brokers", type=flags.count(1, MAX_BROKERS),
+                   default=5, help=f"cluster size, 1..{MAX_BROKERS} (default 5)")
     p.add_argument("--invariant", action="append", choices=[i.name for i in INVARIANTS], help="only these")
-    p.add_argument("--bmc", type=int, metavar="K", help="bounded model checking to depth K instead of induction")
+    p.add_argument("--bmc", type=flags.count(0, flags.MAX_BMC_DEPTH),
+                   metavar="K", help="bounded model checking to depth K instead of induction")
     p.add_argument(
         "--config",
         help="with --bmc: an explorer config (NAME of specs/configs/, or a JSON file) checked over its exact "
@@ -35,7 +40,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bug", action="append", default=[], choices=sorted(BUGS), help="switch on a seeded bug")
     p.add_argument(
         "--trace-depth",
-        type=int,
+        type=flags.count(0, flags.MAX_BMC_DEPTH),
         default=7,
         metavar="D",
         help="when a proof fails, search executions up to D steps for a trace (default 7, 0: off)",
@@ -51,18 +56,19 @@ BUGS = {
 
 def _load_config(name: str) -> dict[str, Any]:
     path = Path(name)
-    # A bare name is a shipped config, read as package data so that an installed wheel finds it too.
-    shipped = resources.files("kcm.specs").joinpath("configs", f"{name}.json")
+    if not path.suffix:
+        return load_config(name)
     try:
-        data = json.loads((path if path.suffix else shipped).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ValueError(f"no config {name!r} (looked for {path.name if path.suffix else shipped.name})") from None
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"config {name!r} is not JSON: {exc}") from None
-    config = data.get("config", data)
-    if not isinstance(config, dict) or not isinstance(config.get("brokers"), list) or not config["brokers"]:
-        raise ValueError(f"config {name!r} has no non-empty 'brokers' list")
-    return config
+        data = loads(read_bounded(path, MAX_SCENARIO_BYTES))
+        if isinstance(data, dict) and "config" in data:
+            validate_scenario({"config": data["config"], "steps": []})  # only its config is read
+            return data["config"]
+        validate_config(data)
+    except OSError as exc:
+        raise ValueError(f"no config {name!r} ({exc.strerror or exc.__class__.__name__})") from None
+    except (InputError, InvalidScenario, BadConfig) as exc:
+        raise ValueError(f"{name}: {exc}") from None
+    return data
 
 
 def _encoding(args: argparse.Namespace) -> Encoding:
@@ -86,8 +92,8 @@ def _explorer_config(name: str) -> bool:
     if not path.suffix:
         return True
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
+        data = loads(read_bounded(path, MAX_SCENARIO_BYTES))
+    except (OSError, InputError):
         return True  # load_config reports the problem
     return not (isinstance(data, dict) and "config" in data)
 

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from kcm.reference.scenario import InvalidScenario, parse_text, run
+from kcm.reference.scenario import InvalidScenario, read_file, run
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -22,13 +22,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     """Validate, run, print the result; exit 0 / 1 / 2 as the contract says."""
     try:
-        with open(args.scenario, "rb") as fh:
-            raw = fh.read()
+        doc = read_file(args.scenario)
     except OSError as err:
-        print(f"kcm run: {args.scenario}: cannot read: {err.strerror}", file=sys.stderr)
+        print(f"kcm run: {args.scenario}: cannot read: {err.strerror or err}", file=sys.stderr)
         return 2
-    try:
-        doc = parse_text(raw)
     except InvalidScenario as err:
         print(f"kcm run: {args.scenario}: invalid scenario: {err}", file=sys.stderr)
         return 2

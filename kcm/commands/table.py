@@ -28,8 +28,12 @@ def main(args: argparse.Namespace) -> int:
         print(f"kcm table: {exc}", file=sys.stderr)
         return 2
     if args.output:
-        with open(args.output, "w", encoding="utf-8") as fh:
-            fh.write(text if text.endswith("\n") else text + "\n")
+        try:
+            with open(args.output, "w", encoding="utf-8") as fh:
+                fh.write(text if text.endswith("\n") else text + "\n")
+        except OSError as err:
+            print(f"kcm table: --output {args.output}: {err.strerror or err}", file=sys.stderr)
+            return 2
     else:
         print(text)
     return 0
