@@ -17,7 +17,8 @@ class Exploration:
     transitions: int = 0
     depth: int = 0
     seconds: float = 0.0
-    complete: bool = True  # False when --max-states stopped it
+    complete: bool = True  # False when --max-states or the first violation stopped it
+    stopped: bool = False  # True when it stopped after the level of the first violation (states were left)
     bytes_per_state: float = 0.0  # memory of the visited set (fingerprints and parent links) per distinct state
     visited: Any = field(default=None, repr=False)  # the compact visited set (checkers.visited.Visited)
     violations: dict[str, list[Any]] = field(default_factory=dict)  # property -> shortest action trace
@@ -49,6 +50,7 @@ class Exploration:
         props = model.properties()
         return {"engine": self.engine, "distinct_states": self.distinct_states, "transitions": self.transitions,
                 "depth": self.depth, "seconds": round(self.seconds, 3), "complete": self.complete,
+                "stopped_at_violation": self.stopped,
                 "states_per_second": round(self.distinct_states / self.seconds) if self.seconds else None,
                 "collision_probability": self.collision_probability(),
                 "bytes_per_state": round(self.bytes_per_state, 1),

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from kcm.checkers import checkpoint, liveness, spark_bfs, walk
+from kcm.checkers import bfs, checkpoint, liveness, spark_bfs, walk
 from kcm.checkers.bfs import Progress
 from kcm.checkers.checkpoint import BadCheckpoint, Checkpointer
 from kcm.checkers.symmetry import SymmetricModel
@@ -41,6 +41,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--checkpoint-every", metavar="SECONDS", type=float, default=60.0,
                    help="at most one checkpoint per this many seconds (default 60; 0: at every level)")
     p.add_argument("--resume", metavar="FILE", help="continue the run saved in this checkpoint (same config)")
+    p.add_argument("--continue", dest="keep_going", action="store_true",
+                   help="explore the whole boundary; by default the search stops after the level of the first "
+                        "violation (every counterexample is still the shortest, and the same on every engine)")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -57,17 +60,23 @@ def main(args: argparse.Namespace) -> int:
     if args.checkpoint_every < 0:
         print("kcm explore: --checkpoint-every must be 0 or more seconds", file=sys.stderr)
         return 2
-    checkpointer = Checkpointer(args.checkpoint, args.checkpoint_every, model.cfg) if args.checkpoint else None
     if args.local_levels < 1:
         print("kcm explore: --local-levels must be at least 1", file=sys.stderr)
         return 2
+    if args.engine == "spark" and (args.checkpoint is not None or args.resume is not None):
+        print("kcm explore: --checkpoint and --resume are for the local engine", file=sys.stderr)
+        return 2
+    identity = checkpoint.config_identity(model.cfg, "symmetry" if explored is not model else "none")
     resume = None
-    if args.resume:
-        try:
-            resume = checkpoint.load(args.resume, model.cfg)
-        except BadCheckpoint as err:
-            print(f"kcm explore: {err}", file=sys.stderr)
-            return 2
+    try:
+        checkpointer = (Checkpointer(args.checkpoint, args.checkpoint_every, identity)
+                        if args.checkpoint is not None else None)
+        if args.resume is not None:
+            resume = checkpoint.load(args.resume, identity)
+    except BadCheckpoint as err:
+        print(f"kcm explore: {err}", file=sys.stderr)
+        return 2
+    stop_at = None if args.keep_going or args.walks is not None else bfs.safety_names(explored)
 
     def progress(p: Progress) -> None:
         if not args.quiet:
@@ -110,10 +119,8 @@ def main(args: argparse.Namespace) -> int:
     elif args.walks is not None:
         found = walk.walk(explored, args.walks, args.depth, args.seed, progress=walk_progress)
     else:
-        from kcm.checkers import bfs
-
         try:
-            found = bfs.explore(explored, args.max_states, progress, checkpointer, resume)
+            found = bfs.explore(explored, args.max_states, progress, checkpointer, resume, stop_at=stop_at)
         except (OSError, BadCheckpoint) as err:
             print(f"kcm explore: {err}", file=sys.stderr)
             return 2
@@ -124,10 +131,8 @@ def main(args: argparse.Namespace) -> int:
     if explored is not model:
         summary["symmetry"] = {"group_size": len(explored.group), "reduced_states": found.distinct_states}
         if args.symmetry_compare:  # unreduced on the local engine: every engine reports the same counts
-            from kcm.checkers import bfs
-
             unreduced = (walk.walk(model, args.walks, args.depth, args.seed) if args.walks is not None
-                         else bfs.explore(model, args.max_states))
+                         else bfs.explore(model, args.max_states, stop_at=stop_at))
             summary["symmetry"]["unreduced_states"] = unreduced.distinct_states
     if args.out:
         folder = Path(args.out)
@@ -146,9 +151,17 @@ def main(args: argparse.Namespace) -> int:
     return 1 if summary["counterexamples"] else 0
 
 
+def _partial(s: dict) -> str:
+    if s["complete"]:
+        return ""
+    if s.get("stopped_at_violation"):
+        return " (stopped after the level of the first violation; --continue explores everything)"
+    return " (partial: --max-states)"
+
+
 def _text(s: dict) -> str:
     lines = [f"kcm explore: config {s['config']}, engine {s['engine']}",
-             f"  distinct states {s['distinct_states']:,}{'' if s['complete'] else ' (partial: --max-states)'}, "
+             f"  distinct states {s['distinct_states']:,}{_partial(s)}, "
              f"transitions {s['transitions']:,}, depth {s['depth']}, {s['seconds']} s, "
              f"{s['states_per_second'] or 0:,} states/s, visited set {s['bytes_per_state']} bytes/state",
              f"  probability that a fingerprint collision hid a state: <= {s['collision_probability']:.1e}",
