@@ -121,6 +121,7 @@ def search(model: Any, engine: str, expand_level: Callable[[list[Any]], Iterable
                 "witnesses": {name: [root, steps] for name, (root, steps) in sorted(witnesses.items())},
                 "depth": depth, "sizes": sizes, "expanded": expanded,
                 "seconds": spent + time.perf_counter() - start})
+        level_start = time.perf_counter()
         # fingerprint -> (parent, action position, action, state, state properties violated or None)
         pending: dict[int, tuple[int, int, Any, Any, list[str] | None]] = {}
         level_best: dict[str, tuple[int, int]] = {}  # step property -> least (parent, action position)
@@ -165,6 +166,7 @@ def search(model: Any, engine: str, expand_level: Callable[[list[Any]], Iterable
                               np.array([r[1] for r in rows], dtype=np.int64)[order])
         frontier = [rows[k][3] for k in order.tolist()]
         frontier_fps = fps[order].tolist()
+        found.levels.append((len(rows), time.perf_counter() - level_start))
         if frontier:
             depth += 1
             sizes.append(len(frontier))

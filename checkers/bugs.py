@@ -2,8 +2,9 @@
 
 Each variant (`kcm.model.variants`) has a bounded configuration in `specs/configs/bugs/<NAME>.json`. The bug
 is rediscovered when exploring that config with the variant's `on` settings violates one of the properties
-the variant names (the search stops after the first level that does); the fixed model is clean when exploring it with the `off` settings completes with no
-property violated at all. The shortest counterexample is kept as a `kcm run` scenario that replays it.
+the variant names (the search stops after the first level that does); the fixed model is clean when exploring
+it with the `off` settings completes with no property violated at all. The shortest counterexample is kept
+as a `kcm run` scenario that replays it.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ class Exploration:
     complete: bool = True  # False when --max-states or the first violation stopped it
     stopped: bool = False  # True when it stopped after the level of the first violation (states were left)
     bytes_per_state: float = 0.0  # memory of the visited set (fingerprints and parent links) per distinct state
+    levels: list[tuple[int, float]] = field(default_factory=list)  # (states, seconds) of each level expanded
     visited: Any = field(default=None, repr=False)  # the compact visited set (checkers.visited.Visited)
     violations: dict[str, list[Any]] = field(default_factory=dict)  # property -> shortest action trace
     reached: set[str] = field(default_factory=set)  # sometimes-properties reached
@@ -54,6 +55,7 @@ class Exploration:
                 "states_per_second": round(self.distinct_states / self.seconds) if self.seconds else None,
                 "collision_probability": self.collision_probability(),
                 "bytes_per_state": round(self.bytes_per_state, 1),
+                "levels": [[n, round(t, 3)] for n, t in self.levels],
                 "verdicts": self.verdicts(props),
                 "counterexamples": {name: self._counterexample(model, name, trace)
                                     for name, trace in sorted(self.violations.items())}}

@@ -13,6 +13,11 @@ if ! .venv/bin/python -c "import kcm, kcm.model, pyspark, z3, hypothesis, icontr
   .venv/bin/python -m pip install --quiet -e '.[dev]'
   touch .venv/.kcm-installed
 fi
+if [ "${KCM_COMPILED:-0}" = 1 ]; then
+  # The optional compiled build (kcm/compiled.py): the same sources compiled by Cython, used while unchanged.
+  .venv/bin/python -c "import Cython" 2>/dev/null || .venv/bin/python -m pip install --quiet -e '.[dev,compiled]'
+  .venv/bin/python ci/build_compiled.py
+fi
 if ! command -v dot >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz >/dev/null) \
