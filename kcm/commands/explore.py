@@ -27,6 +27,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         f"default {spark_bfs.DEFAULT_MEMORY}")
     p.add_argument("--local-levels", type=int, default=4, metavar="N",
                    help="spark engine: levels each partition expands on its own before a shuffle (default 4)")
+    p.add_argument("--workers", type=int, default=1, metavar="N",
+                   help="local engine: N owner processes, states partitioned by fingerprint (TLC's -workers; "
+                        "default 1: this process alone); the same counts and counterexamples")
     p.add_argument("--max-states", type=int, help="stop after this many distinct states (the run is then partial)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--out", help="write each counterexample as a `kcm run` scenario into this folder")
@@ -62,6 +65,9 @@ def main(args: argparse.Namespace) -> int:
         return 2
     if args.local_levels < 1:
         print("kcm explore: --local-levels must be at least 1", file=sys.stderr)
+        return 2
+    if args.workers < 1 or args.workers > 256 or args.workers > 1 and (args.engine != "local" or args.walks):
+        print("kcm explore: --workers takes 1 to 256, with the local engine's exhaustive search", file=sys.stderr)
         return 2
     if args.engine == "spark" and (args.checkpoint is not None or args.resume is not None):
         print("kcm explore: --checkpoint and --resume are for the local engine", file=sys.stderr)
@@ -120,8 +126,14 @@ def main(args: argparse.Namespace) -> int:
         found = walk.walk(explored, args.walks, args.depth, args.seed, progress=walk_progress)
     else:
         try:
-            found = bfs.explore(explored, args.max_states, progress, checkpointer, resume, stop_at=stop_at)
-        except (OSError, BadCheckpoint) as err:
+            if args.workers > 1:
+                from kcm.checkers import workers
+
+                found = workers.explore(explored, args.workers, args.max_states, progress, checkpointer, resume,
+                                        stop_at=stop_at)
+            else:
+                found = bfs.explore(explored, args.max_states, progress, checkpointer, resume, stop_at=stop_at)
+        except (OSError, BadCheckpoint, RuntimeError) as err:
             print(f"kcm explore: {err}", file=sys.stderr)
             return 2
     if args.walks is None:  # a walk sees no whole graph: its EVENTUALLY verdicts stay "not judged"
