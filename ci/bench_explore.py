@@ -8,8 +8,10 @@ issue that asked for them), and, with --levels, the time of every level. Every e
 counts and verdicts (exit 1 if not).
 
 Engines: `local` (pure Python, KCM_PURE=1), `compiled` (the same source compiled, when `ci/build_compiled.py`
-has built it), `spark1` / `spark2` (Spark local[1] / local[2]), and `base` (any other kcm tree, given with
---base FOLDER: a folder holding a `kcm` package, e.g. an older release, run side by side for a fair ratio).
+has built it), `workers2` / `workers2c` (`--workers 2`, pure / compiled), `spark1` / `spark2` (Spark local[1] /
+local[2]), and `base` (any other kcm tree, given with --base FOLDER: a folder holding a `kcm` package, e.g. an
+older release, run side by side for a fair ratio). "vs local" compares CPU seconds for one-process engines and
+exploration seconds (wall) for the others.
 
     python ci/bench_explore.py [CONFIG...] [--engines local,compiled] [--base FOLDER] [--levels]
 """
@@ -30,6 +32,8 @@ ROOT = Path(__file__).resolve().parents[1]
 BASELINE = {"controller": (34805, 12.8), "bugs/KIP-101": (121654, 59.9), "default": (511944, 172.6)}
 SAME = ("distinct_states", "transitions", "depth", "complete", "verdicts")
 ENGINES = {"local": ["--engine", "local"], "compiled": ["--engine", "local"], "base": ["--engine", "local"],
+           "workers2": ["--engine", "local", "--workers", "2"],
+           "workers2c": ["--engine", "local", "--workers", "2"],
            "spark1": ["--engine", "spark", "--master", "local[1]"],
            "spark2": ["--engine", "spark", "--master", "local[2]"]}
 
@@ -38,7 +42,7 @@ def run(config: str, engine: str, base: str | None, max_states: int | None) -> t
     """One `kcm explore` process: its JSON summary, wall seconds and CPU seconds (user + system)."""
     env = dict(os.environ)
     env.pop("KCM_PURE", None)
-    if engine in ("local", "base"):
+    if engine in ("local", "base", "workers2"):
         env["KCM_PURE"] = "1"
     if engine == "base":
         env["PYTHONPATH"] = base or ""
@@ -79,24 +83,26 @@ def main(argv: list[str] | None = None) -> int:
     if unknown or ("base" in engines and not args.base):
         print(f"bench_explore: unknown engines {unknown} (or `base` without --base)", file=sys.stderr)
         return 2
-    if "compiled" in engines:
+    if "compiled" in engines or "workers2c" in engines:
         sys.path.insert(0, str(ROOT))
         from kcm.compiled import MANIFEST
         if not MANIFEST.is_file():
             print("bench_explore: no compiled build (python ci/build_compiled.py); `compiled` is left out",
                   file=sys.stderr)
-            engines.remove("compiled")
+            engines = [e for e in engines if e not in ("compiled", "workers2c")]
     status = 0
     for config in args.configs:
         print(f"config {config}" + (f", --max-states {args.max_states}" if args.max_states else ""))
         print(f"{'engine':9} {'states':>9} {'transitions':>11} {'explore s':>9} {'cpu s':>7} {'states/s':>9} "
-              f"{'states/cpu s':>12} {'B/state':>7} {'vs local (cpu)':>14} {'vs baseline':>11}")
+              f"{'states/cpu s':>12} {'B/state':>7} {'vs local':>14} {'vs baseline':>11}")
         results = {}
         for engine in engines:
             summary, wall, cpu = run(config, engine, args.base, args.max_states)
             results[engine] = (summary, wall, cpu)
             ref = results.get("local", results[engines[0]])
-            vs_local = ref[2] / cpu if cpu else 0.0
+            parallel = engine.startswith(("workers", "spark"))
+            vs_local = ((ref[0]["seconds"] / summary["seconds"] if summary["seconds"] else 0.0) if parallel
+                        else (ref[2] / cpu if cpu else 0.0))
             rate = summary["distinct_states"] / summary["seconds"] if summary["seconds"] else 0.0
             base = BASELINE.get(config)
             vs_base = (f"{rate / (base[0] / base[1]):.2f}x" if base and summary["distinct_states"] == base[0]

@@ -40,6 +40,7 @@ def main(argv: list[str] | None = None) -> int:
             rel = f"{folder}/{path.name}"
             if path.name != "__init__.py" and rel not in EXCLUDED:
                 sources[f"{package}.{path.stem}"] = path
+    hashes = {name: digest(path) for name, path in sources.items()}  # of the sources as they are compiled
     work = ROOT / "build" / "compiled-work"
     exts = [Extension(name, [str(path.relative_to(ROOT))]) for name, path in sources.items()]
     modules = cythonize(exts, build_dir=str(work), quiet=True, nthreads=args.jobs,
@@ -56,11 +57,11 @@ def main(argv: list[str] | None = None) -> int:
     BUILD.mkdir(parents=True, exist_ok=True)
     suffix = sysconfig.get_config_var("EXT_SUFFIX")
     manifest = {}
-    for name, path in sources.items():
+    for name in sources:
         built = work / "lib" / (name.replace(".", "/") + suffix)
         binary = name + suffix
         shutil.copyfile(built, BUILD / binary)
-        manifest[name] = {"source": digest(path), "binary": binary}
+        manifest[name] = {"source": hashes[name], "binary": binary}
     MANIFEST.write_text(json.dumps({"modules": manifest}, indent=1, sort_keys=True) + "\n")
     print(f"build_compiled: {len(manifest)} modules compiled into {BUILD.relative_to(ROOT)}")
     return 0
