@@ -13,7 +13,7 @@ import copy
 import time
 from typing import Any
 
-from kcm.checkers import bfs
+from kcm.checkers import bfs, evidence
 from kcm.model.variants import VARIANTS, Variant, by_name
 from kcm.reference.bounded import BadConfig, BoundedSystem, load_config
 
@@ -67,6 +67,7 @@ def check_variant(v: Variant, max_states: int | None = None) -> dict[str, Any]:
         scenario["expect_violation"] = {"property": row["property"],
                                         "step": len(scenario["steps"]) - 1}
         row["scenario"] = scenario
+        row["evidence"] = evidence.build(buggy, row["property"], trace, None, len(scenario["steps"]) - len(trace))
     start = time.perf_counter()
     fixed = bfs.explore(BoundedSystem(with_settings(base, v.off)), max_states)
     row["fixed_clean"] = fixed.complete and not fixed.violations

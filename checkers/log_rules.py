@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from typing import BinaryIO, NamedTuple
 
 from kcm.checkers import statechange_log as scl
-from kcm.model.tables import RuleSet, rule_set
+from kcm.model.tables import ORACLE_RULES, RuleSet, rule_set
 
 # --kafka-version values and the format family each one's lines come in (1.x spans both: 1.0 wrote the legacy
 # messages, 1.1 introduced the prefixed ones).
@@ -232,7 +232,7 @@ def detect_version(witnessed: Iterable[str]) -> str:
 
 def default_rules(version: str) -> str:
     """The rule set a log of that (given or detected) version is checked against when --rules is not given."""
-    return "kafka-0.8" if version in ("0.8", scl.V08) else "kafka"
+    return "kafka-0.8" if version in ("0.8", scl.V08) else ORACLE_RULES
 
 
 def check_events(events: Iterable[scl.Event], stats: scl.ReadStats, kafka_version: str = "auto",

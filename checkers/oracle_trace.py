@@ -41,7 +41,11 @@ class Verdict(NamedTuple):
         return (f"line {self.line}: {self.rule}\nevent: {json.dumps(self.event, sort_keys=True)}\n"
                 f"state before: {json.dumps(self.state_before, sort_keys=True)}")
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> str:
+        """The verdict as a JSON document (a string)."""
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    def to_dict(self) -> dict[str, Any]:
         """The verdict as JSON-ready data."""
         return {"ok": self.ok, "malformed": self.malformed, "line": self.line or None, "rule": self.rule or None,
                 "event": self.event, "state_before": self.state_before, "events": self.events}
@@ -273,7 +277,7 @@ class Replay:
         return view["leader"] == broker, view["leader_epoch"]
 
     def _log(self, partition: str, broker: int) -> dict[str, int]:
-        return self.logs.get(f"{partition}/{broker}", {})
+        return self.logs.get(f"{partition}@{broker}", {})
 
     def _hw_rules(self, partition: str, broker: int, leo: int, hw: int, who: str) -> str:
         """HW <= LEO; on a leader the HW never decreases within its leader epoch."""
@@ -287,7 +291,7 @@ class Replay:
         return ""
 
     def _set_log(self, partition: str, broker: int, leo: int, hw: int) -> None:
-        log = self.logs.setdefault(f"{partition}/{broker}", {})
+        log = self.logs.setdefault(f"{partition}@{broker}", {})
         leads, epoch = self._leads(partition, broker)
         log.update(leo=leo, hw=hw)
         if leads:
@@ -322,7 +326,7 @@ class Replay:
         return ""
 
     def _replica_state_change(self, ev: dict[str, Any]) -> str:
-        key = f"{ev['partition']}/{ev['replica']}"
+        key = f"{ev['partition']}@{ev['replica']}"
         cur = self.replicas.get(key, ReplicaState.NON_EXISTENT)
         if cur != ev["from"]:
             return f"replica table: {key} is in {cur}, not {ev['from']}"
@@ -424,7 +428,7 @@ class Replay:
             elif ev["request"] == "StopReplica":
                 view.pop(p["partition"], None)
                 if p.get("delete"):
-                    self.logs.pop(f"{p['partition']}/{broker}", None)
+                    self.logs.pop(f"{p['partition']}@{broker}", None)
             elif "leader" in p:
                 self._record_leader(p)
         return ""
@@ -438,7 +442,7 @@ class Replay:
         self.applied_epoch.pop(broker, None)
         self.broker_view.pop(broker, None)
         for key, log in self.logs.items():
-            if key.endswith(f"/{broker}"):
+            if key.endswith(f"@{broker}"):
                 log.pop("hw_epoch", None)
         return ""
 

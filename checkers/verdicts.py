@@ -34,9 +34,11 @@ class Exploration:
         out = {}
         for p in properties:
             if p.expectation in (ALWAYS, STEP):
-                out[p.name] = "violated" if p.name in self.violations else "holds"
+                out[p.name] = "violated" if p.name in self.violations else "holds" if self.complete else \
+                    f"not violated within {self.distinct_states:,} states"
             elif p.expectation in (SOMETIMES, SOMETIMES_STEP):
-                out[p.name] = "reached" if p.name in self.reached else "never reached"
+                out[p.name] = "reached" if p.name in self.reached else "never reached" if self.complete else \
+                    f"not reached within {self.distinct_states:,} states"
             elif p.expectation == EVENTUALLY:
                 out[p.name] = ("violated" if p.name in self.violations else "holds" if p.name in self.judged
                                else "not judged (needs a complete exploration and its graph)")
@@ -62,9 +64,18 @@ class Exploration:
 
     def _counterexample(self, model: Any, name: str, trace: list[Any]) -> dict[str, Any]:
         """One counterexample for the summary; a lasso also says where its loop starts (0: the first step)."""
-        out: dict[str, Any] = {"length": len(trace), "scenario": model.scenario(trace)}
-        if name in self.loops:
-            out["loop_start"] = self.loops[name]
+        from kcm.checkers import evidence
+
+        scenario = model.scenario(trace)
+        setup = len(scenario["steps"]) - len(trace)
+        loop = self.loops.get(name)
+        found = evidence.build(model, name, trace, loop, setup)
+        if found["kind"] != EVENTUALLY and trace:
+            # `kcm run` of the scenario then exits 0 only if the property breaks right there.
+            scenario["expect_violation"] = {"property": name, "step": len(scenario["steps"]) - 1}
+        out: dict[str, Any] = {"length": len(trace), "scenario": scenario, "evidence": found}
+        if loop is not None:
+            out["loop_start"] = loop
         return out
 
 

@@ -162,10 +162,14 @@ def cluster_config(doc: dict[str, Any]) -> ClusterConfig:
     )
 
 
-def run(doc: dict[str, Any], trace: bool = False) -> RunOutcome:
-    """Run a validated scenario through the reference controller and match its expectations."""
+def run(doc: dict[str, Any], trace: bool = False, engine: Any = api) -> RunOutcome:
+    """Run a validated scenario through the reference controller and match its expectations.
+
+    `engine` supplies `start` and `step` as `kcm.reference.api` does (the live mode passes one that also mirrors
+    each step's ZooKeeper effects on a real server).
+    """
     config = cluster_config(doc)
-    state, _ = api.start(config)
+    state, _ = engine.start(config)
     log: list[dict[str, Any]] = []
     mismatches: list[str] = []
     watch = _Watch(doc.get("expect_violation"), config)
@@ -176,7 +180,7 @@ def run(doc: dict[str, Any], trace: bool = False) -> RunOutcome:
         before = fingerprint(state)
         previous = state
         try:
-            state, effects = api.step(config, state, action)
+            state, effects = engine.step(config, state, action)
         except KcmError as err:
             entry.update({"requests": [], "state_changes": [], "error": err.name, "message": err.message})
             if wanted is None:

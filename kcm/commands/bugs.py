@@ -10,9 +10,6 @@ from pathlib import Path
 from kcm.model.variants import VARIANTS
 from kcm.reference.bounded import BadConfig
 
-NAME = "bugs"
-HELP = "explore each bug variant with the bug in (a violation is expected) and fixed (none is expected)"
-
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Declare the options of `kcm bugs`."""
@@ -21,6 +18,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the table as JSON")
     p.add_argument("--out", help="write each counterexample as a `kcm run` scenario NAME.json into this folder")
     p.add_argument("--max-states", type=int, help="cap each exploration (a capped fixed run is not called clean)")
+    p.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report of the counterexamples")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -44,11 +42,20 @@ def main(args: argparse.Namespace) -> int:
                 (folder / f"{row['name']}.json").write_text(json.dumps(row["scenario"], indent=1) + "\n")
     ok = all(r["rediscovered"] and r["fixed_clean"] for r in rows)
     if args.json:
-        print(json.dumps({"variants": [{k: v for k, v in r.items() if k != "scenario"} for r in rows],
+        print(json.dumps({"variants": [{k: v for k, v in r.items() if k not in ("scenario", "evidence")} for r in rows],
                           "all_rediscovered": all(r["rediscovered"] for r in rows),
                           "all_fixed_clean": all(r["fixed_clean"] for r in rows)}, indent=2))
     else:
         print(_table(rows))
+    if args.html:
+        from kcm.checkers import html_report
+
+        found = {r["name"]: r["evidence"] for r in rows if r.get("evidence")}
+        try:
+            html_report.write(args.html, html_report.bugs_page(rows, found))
+        except OSError as err:
+            print(f"kcm bugs: cannot write {args.html}: {err.strerror}", file=sys.stderr)
+            return 2
     return 0 if ok else 1
 
 

@@ -7,14 +7,11 @@ import json
 import sys
 from pathlib import Path
 
-from kcm.checkers import bfs, checkpoint, liveness, spark_bfs, walk
+from kcm.checkers import bfs, checkpoint, evidence, liveness, spark_bfs, walk
 from kcm.checkers.bfs import Progress
 from kcm.checkers.checkpoint import BadCheckpoint, Checkpointer
 from kcm.checkers.symmetry import SymmetricModel
 from kcm.reference.bounded import BadConfig, BoundedSystem, load_config
-
-NAME = "explore"
-HELP = "explore every interleaving of a bounded cluster and report each property's verdict"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -34,6 +31,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--out", help="write each counterexample as a `kcm run` scenario into this folder")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report (counterexamples, coverage)")
+    p.add_argument("--coverage", action="store_true", help="also report which table edges the exploration covered")
     p.add_argument("--walks", type=int, help="random-walk mode (either engine): run N seeded walks instead of BFS")
     p.add_argument("--depth", type=int, default=100, help="steps per random walk at most (default: 100)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random walks (default: 0)")
@@ -151,6 +150,22 @@ def main(args: argparse.Namespace) -> int:
         folder.mkdir(parents=True, exist_ok=True)
         for name, cex in summary["counterexamples"].items():
             (folder / f"{name}.json").write_text(json.dumps(cex["scenario"], indent=1) + "\n")
+    cov = None
+    if args.coverage or args.html:
+        from kcm.checkers import coverage
+
+        cov = coverage.of_exploration(model, args.max_states)  # the local engine's transitions, counted
+        summary["coverage"] = cov.to_dict()
+    if args.html:
+        from kcm.checkers import html_report
+
+        try:
+            html_report.write(args.html, html_report.exploration_page(summary, summary["coverage"]))
+        except OSError as err:
+            print(f"kcm explore: cannot write {args.html}: {err.strerror}", file=sys.stderr)
+            return 2
+    if not args.coverage:
+        summary.pop("coverage", None)
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
@@ -160,7 +175,16 @@ def main(args: argparse.Namespace) -> int:
             unreduced = f", {sym['unreduced_states']:,} without" if "unreduced_states" in sym else ""
             print(f"  symmetry: a group of {sym['group_size']} broker permutation(s), {sym['reduced_states']:,} "
                   f"states reduced{unreduced}")
-    return 1 if summary["counterexamples"] else 0
+        if cov is not None and args.coverage:
+            print(coverage.text(cov))
+    return 1 if summary["counterexamples"] else 0 if summary["complete"] else PARTIAL
+
+
+PARTIAL = 3  # exit code of a run cut short by --max-states that found no violation: nothing is known to hold
+
+
+def _steps(n: int) -> str:
+    return "this 1 step" if n == 1 else f"these {n} steps"
 
 
 def _partial(s: dict) -> str:
@@ -182,14 +206,20 @@ def _text(s: dict) -> str:
     for name, cex in s["counterexamples"].items():
         steps = cex["scenario"]["steps"]
         loop = len(steps) - cex["length"] + cex["loop_start"] if "loop_start" in cex else None
+        first = len(steps) - cex["length"]
+        setup = ("step 0 sets up the config's topics, " if first == 1 else
+                 f"steps 0-{first - 1} set up the config's topics and deliver their requests, " if first else "")
         if loop is None:
-            lines.append(f"  counterexample to {name} ({cex['length']} steps after set-up), as a `kcm run` scenario:")
+            lines.append(f"  counterexample to {name}: violated after {_steps(cex['length'])} ({setup}the diff of "
+                         f"each step below; --json or --html for every state):")
         elif loop == len(steps):
-            lines.append(f"  counterexample to {name}: after these {cex['length']} steps (after set-up) the cluster "
-                         f"stays unsettled with no fair step left to take; as a `kcm run` scenario:")
+            lines.append(f"  counterexample to {name}: after {_steps(cex['length'])} ({setup}see below) the cluster "
+                         f"stays unsettled with no fair step left to take:")
         else:
-            lines.append(f"  counterexample to {name}: a lasso of {cex['length']} steps after set-up; the steps from "
-                         f"{loop} on repeat forever, fairly; as a `kcm run` scenario of one pass:")
-        for i, step in enumerate(steps):
-            lines.append(f"    {i:2}. {json.dumps(step)}{'   <- the loop starts here' if i == loop else ''}")
+            lines.append(f"  counterexample to {name}: a lasso of {cex['length']} step{'s' * (cex['length'] != 1)} "
+                         f"({setup}see below); the steps from {loop} on repeat forever, fairly:")
+        lines += evidence.text(cex["evidence"])
+    if not s["complete"] and not s["counterexamples"]:
+        lines.append(f"  partial run: no property is violated within {s['distinct_states']:,} states; nothing is "
+                     f"shown to hold (exit {PARTIAL})")
     return "\n".join(lines)

@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from kcm.checkers import evidence
 from kcm.checkers.prove import bounded_bmc
 from kcm.checkers.prove.bounded import BoundedEncoding, UnsupportedConfig
 from kcm.checkers.prove.encoding import Encoding
@@ -15,9 +17,6 @@ from kcm.checkers.prove.invariants import INVARIANTS, invariant
 from kcm.checkers.prove.proofs import NO_VIOLATION, PROVED, Counterexample, Result, SolverGaveUp, bmc, prove
 from kcm.model.tables import RULE_SETS, rule_set
 from kcm.reference.bounded import BadConfig, BoundedSystem, load_config
-
-NAME = "prove"
-HELP = "prove the safety invariants inductive with Z3 (or --bmc K: bounded model checking)"
 
 MAX_BROKERS = 8
 
@@ -52,12 +51,12 @@ BUGS = {
 
 def _load_config(name: str) -> dict[str, Any]:
     path = Path(name)
-    if not path.suffix:
-        path = Path(__file__).resolve().parents[2] / "specs" / "configs" / f"{name}.json"
+    # A bare name is a shipped config, read as package data so that an installed wheel finds it too.
+    shipped = resources.files("kcm.specs").joinpath("configs", f"{name}.json")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads((path if path.suffix else shipped).read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise ValueError(f"no config {name!r} (looked for {path.name})") from None
+        raise ValueError(f"no config {name!r} (looked for {path.name if path.suffix else shipped.name})") from None
     except json.JSONDecodeError as exc:
         raise ValueError(f"config {name!r} is not JSON: {exc}") from None
     config = data.get("config", data)
@@ -128,9 +127,9 @@ def result_json(r: Result) -> dict[str, Any]:
         "verdict": r.verdict,
         "solver_seconds": round(r.seconds, 4),
         "strengthening": list(r.strengthening),
-        "needed_because": r.needed_because._asdict() if r.needed_because else None,
-        "counterexample": r.counterexample._asdict() if r.counterexample else None,
-        "counterexample_to_induction": r.cti._asdict() if r.cti else None,
+        "needed_because": _with_diffs(r.needed_because) if r.needed_because else None,
+        "counterexample": _with_diffs(r.counterexample) if r.counterexample else None,
+        "counterexample_to_induction": _with_diffs(r.cti) if r.cti else None,
     }
 
 
@@ -156,9 +155,7 @@ def render_table(results: list[Result]) -> str:
 def _render_cex(title: str, cex: Counterexample) -> list[str]:
     lines = [f"  {title} (breaks {cex.conjunct}):"]
     if cex.actions:
-        lines.append(f"    state 0: {_state_line(cex.states[0])}")
-        for i, (act, st) in enumerate(zip(cex.actions, cex.states[1:], strict=True), 1):
-            lines += [f"    --{act}-->", f"    state {i}: {_state_line(st)}"]
+        lines += _trace_lines(cex.actions, cex.states)
     elif len(cex.states) == 2:
         lines += [
             f"    before: {_state_line(cex.states[0])}",
@@ -172,6 +169,25 @@ def _render_cex(title: str, cex: Counterexample) -> list[str]:
 
 def _state_line(st: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in st.items())
+
+
+def _trace_lines(actions: Any, states: list[dict[str, Any]]) -> list[str]:
+    """The first state whole, then after each step only what it changed (as `kcm explore` prints its traces)."""
+    lines = [f"    state 0: {_state_line(states[0])}"]
+    for i, (act, st) in enumerate(zip(actions, states[1:], strict=True), 1):
+        changed = evidence.diff(states[i - 1], st)
+        lines += [f"    --{act}-->",
+                  f"    state {i}: " + (", ".join(f"{k}: {c['before']} -> {c['after']}" for k, c in changed.items())
+                                         or "(unchanged)")]
+    return lines
+
+
+def _with_diffs(cex: Any) -> dict[str, Any]:
+    """A counterexample as JSON-ready data, with the diff of each step next to the states."""
+    out = cex._asdict()
+    states = list(out.get("states") or [])
+    out["diffs"] = [evidence.diff(a, b) for a, b in zip(states, states[1:], strict=False)]
+    return out
 
 
 def _bmc_config(args: argparse.Namespace) -> int:
@@ -211,7 +227,9 @@ def _bmc_config(args: argparse.Namespace) -> int:
 def finding_json(f: bounded_bmc.Finding) -> dict[str, Any]:
     """One BMC finding as JSON-ready data."""
     return {"property": f.name, "verdict": f.verdict, "solver_seconds": round(f.seconds, 4), "depth": f.depth,
-            "trace": {"actions": list(f.actions), "states": list(f.states)} if f.states else None}
+            "trace": {"actions": list(f.actions), "states": list(f.states),
+                      "diffs": [evidence.diff(a, b) for a, b in zip(f.states, f.states[1:], strict=False)]}
+            if f.states else None}
 
 
 def render_findings(findings: list[bounded_bmc.Finding], unchecked: dict[str, str]) -> str:
@@ -221,10 +239,8 @@ def render_findings(findings: list[bounded_bmc.Finding], unchecked: dict[str, st
     lines += [f"{f.name:<{width}}  {f.verdict:<14} {f.seconds * 1000:8.1f} ms" for f in findings]
     for f in findings:
         if f.verdict == bounded_bmc.VIOLATED:
-            lines += ["", f"{f.name}: violated after {len(f.actions)} steps"]
-            lines.append(f"    state 0: {_state_line(f.states[0])}")
-            for i, (act, st) in enumerate(zip(f.actions, f.states[1:], strict=True), 1):
-                lines += [f"    --{act}-->", f"    state {i}: {_state_line(st)}"]
+            lines += ["", f"{f.name}: violated after {len(f.actions)} step{'s' * (len(f.actions) != 1)}"]
+            lines += _trace_lines(f.actions, f.states)
         elif f.verdict == bounded_bmc.REACHED:
             lines.append(f"{f.name}: reached by {' -> '.join(f.actions) or 'the initial state'}")
     if any(f.name not in bounded_bmc.GOALS for f in findings):

@@ -8,14 +8,15 @@ import sys
 
 from kcm.reference.scenario import InvalidScenario, parse_text, run
 
-NAME = "run"
-HELP = "run a JSON scenario through the reference controller and print the result document"
-
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Declare the options of `kcm run`."""
     p.add_argument("scenario", help="the scenario file (JSON)")
     p.add_argument("--trace", action="store_true", help="add the per-step log to the result")
+    p.add_argument("--zookeeper", metavar="HOST:PORT",
+                   help="live mode: mirror every ZooKeeper effect on this real server (needs kcm[live])")
+    p.add_argument("--coverage", action="store_true",
+                   help="also print on stderr which table edges, operations and selectors the scenario exercised")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -31,8 +32,22 @@ def main(args: argparse.Namespace) -> int:
     except InvalidScenario as err:
         print(f"kcm run: {args.scenario}: invalid scenario: {err}", file=sys.stderr)
         return 2
-    outcome = run(doc, trace=args.trace)
+    if args.zookeeper is not None:
+        from kcm.checkers.live import LiveError, run_live
+
+        try:
+            outcome = run_live(doc, args.zookeeper, trace=args.trace)
+        except LiveError as err:
+            print(f"kcm run: {args.scenario}: --zookeeper {args.zookeeper}: {err}", file=sys.stderr)
+            return 2
+    else:
+        outcome = run(doc, trace=args.trace)
     print(json.dumps(outcome.result, indent=2))
     for line in outcome.mismatches:
         print(f"kcm run: {line}", file=sys.stderr)
+    if args.coverage:  # stderr: stdout is the contract's result document alone
+        from kcm.checkers import coverage
+
+        for cov in coverage.of_scenarios([args.scenario]).values():
+            print(coverage.text(cov), file=sys.stderr)
     return outcome.exit_code

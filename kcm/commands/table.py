@@ -8,9 +8,6 @@ import sys
 from kcm.model.render import MACHINES, GraphvizMissing, table_dot, table_json, table_markdown, table_svg
 from kcm.model.tables import RULE_SETS, rule_set
 
-NAME = "table"
-HELP = "print the partition and replica transition tables of a rule set"
-
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Declare the options of `kcm table`."""
