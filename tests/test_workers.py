@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 from kcm.checkers import bfs, checkpoint, workers
@@ -56,3 +61,32 @@ def test_workers_option_on_the_command_line(capsys):
     assert json.loads(capsys.readouterr().out)["distinct_states"] == 651
     assert main(["explore", "--config", "tiny", "--quiet", "--workers", "0"]) == 2
     assert "--workers" in capsys.readouterr().err
+
+
+def test_a_killed_run_of_owner_processes_resumes_to_the_whole_counts(tmp_path):
+    cli = [sys.executable, "-c", "import sys; from kcm.cli import main; sys.exit(main(sys.argv[1:]))", "explore",
+           "--config", "controller", "--quiet", "--workers", "2"]
+    ckpt = tmp_path / "controller.ckpt"
+    identity = checkpoint.config_identity(load_config("controller"))
+
+    def depth() -> int:
+        try:
+            return checkpoint.load(ckpt, identity).meta["depth"]
+        except checkpoint.BadCheckpoint:
+            return -1
+
+    proc = subprocess.Popen(cli + ["--checkpoint", str(ckpt), "--checkpoint-every", "0"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 300
+        while depth() < 6:
+            assert proc.poll() is None, proc.stderr.read().decode()
+            assert time.monotonic() < deadline, "no checkpoint at level 6 within 300 s"
+            time.sleep(0.05)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the coordinator and its owner processes at once
+        proc.wait()
+    done = subprocess.run(cli + ["--json", "--resume", str(ckpt)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert (out["distinct_states"], out["transitions"], out["depth"], out["complete"]) == (34805, 55550, 14, True)
