@@ -17,8 +17,10 @@ class Exploration:
     transitions: int = 0
     depth: int = 0
     seconds: float = 0.0
-    complete: bool = True  # False when --max-states stopped it
+    complete: bool = True  # False when --max-states or the first violation stopped it
+    stopped: bool = False  # True when it stopped after the level of the first violation (states were left)
     bytes_per_state: float = 0.0  # memory of the visited set (fingerprints and parent links) per distinct state
+    levels: list[tuple[int, float]] = field(default_factory=list)  # (states, seconds) of each level expanded
     visited: Any = field(default=None, repr=False)  # the compact visited set (checkers.visited.Visited)
     violations: dict[str, list[Any]] = field(default_factory=dict)  # property -> shortest action trace
     reached: set[str] = field(default_factory=set)  # sometimes-properties reached
@@ -51,9 +53,11 @@ class Exploration:
         props = model.properties()
         return {"engine": self.engine, "distinct_states": self.distinct_states, "transitions": self.transitions,
                 "depth": self.depth, "seconds": round(self.seconds, 3), "complete": self.complete,
+                "stopped_at_violation": self.stopped,
                 "states_per_second": round(self.distinct_states / self.seconds) if self.seconds else None,
                 "collision_probability": self.collision_probability(),
                 "bytes_per_state": round(self.bytes_per_state, 1),
+                "levels": [[n, round(t, 3)] for n, t in self.levels],
                 "verdicts": self.verdicts(props),
                 "counterexamples": {name: self._counterexample(model, name, trace)
                                     for name, trace in sorted(self.violations.items())}}

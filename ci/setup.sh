@@ -14,6 +14,11 @@ if ! .venv/bin/python -c "import kcm, kcm.model, pyspark, z3, numpy, hypothesis,
   .venv/bin/python -m pip install --quiet -e '.[all,dev]'
   touch .venv/.kcm-installed
 fi
+if [ "${KCM_COMPILED:-0}" = 1 ]; then
+  # The optional compiled build (kcm/compiled.py): the same sources compiled by Cython, used while unchanged.
+  .venv/bin/python -c "import Cython" 2>/dev/null || .venv/bin/python -m pip install --quiet -e '.[all,dev,compiled]'
+  .venv/bin/python ci/build_compiled.py
+fi
 missing=()
 command -v dot >/dev/null 2>&1 || missing+=(graphviz)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)

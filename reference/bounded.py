@@ -20,12 +20,12 @@ from kcm.model.effects import Effects
 from kcm.model.errors import KcmError
 from kcm.model.fingerprint import PartFingerprints, combine, fingerprint
 from kcm.model.interface import EVENTUALLY, NEXT, OUTSIDE, REFUSED, UNCHANGED, Property
-from kcm.model.txn import OutOfBounds
+from kcm.model.txn import OutOfBounds, Txn
 from kcm.model.variants import SWITCHES, known_switch
 from kcm.properties import controller as controller_properties
 from kcm.properties import dataplane as dataplane_properties
 from kcm.properties import liveness as liveness_properties
-from kcm.reference import api, preferred, selectors
+from kcm.reference import api, dataplane, preferred, selectors
 
 FAMILIES = ("broker_failure", "controlled_shutdown", "controller_failover", "reassignment", "preferred",
             "data_plane", "acks_one", "consume", "deletion", "topic_creation", "zombie_controller", "fast_bounce",
@@ -44,6 +44,8 @@ REACHED_ONLY_WITH = {
     "ProducesResolve": {"data_plane"},
 }
 FAIR_ACTIONS = (A.Replicate, A.Deliver, A.IsrShrink)
+# The only steps in which a partition leader writes its own view of the znode (`dataplane._write_isr`).
+LEADER_ISR_WRITES = (A.Replicate, A.IsrShrink)
 _BOUNDS = {"max_failures": 1, "max_restarts": 1, "max_controller_epoch": 2, "max_leader_epoch": 3, "max_records": 1,
            "reassign_targets": [], "max_inflight": 6}
 
@@ -200,8 +202,11 @@ class BoundedSystem:
         # Where a step may stop as soon as a write passes a bound (`successor`). The controller epoch only grows.
         # A partition znode's leader epoch only grows within a step unless a topic is deleted (its znode goes), a
         # zombie writes from its stale cache, or a leader rewrites the ISR with its own view (data plane).
-        grows = not self.families & {"deletion", "zombie_controller", "data_plane"}
+        grows = not self.families & {"deletion", "zombie_controller"}
         self._limits = (self.bounds["max_leader_epoch"] if grows else None, self.bounds["max_controller_epoch"])
+        # A leader's own ISR write happens only in the steps of LEADER_ISR_WRITES: only those run to their end.
+        self._own_write_limits = (None if "data_plane" in self.families else self._limits[0], self._limits[1])
+        self._max_records = self.bounds["max_records"]
 
     def can_reach(self, name: str) -> bool:
         """Whether this configuration's families and delivery can reach the named property (always true of rules)."""
@@ -328,8 +333,24 @@ class BoundedSystem:
         The same as `step` followed by the no-op and `within_boundary` tests, except that a step whose writes
         already pass the leader- or controller-epoch bound is stopped there instead of being run to its end.
         """
+        if type(action) is A.Produce and self._log_full(state, action):
+            return None
         kind, found = self.outcome(state, action)
         return found if kind == NEXT else None
+
+    def _log_full(self, state: Cluster, action: A.Produce) -> bool:
+        """Whether a produce is refused or leaves the bounds, told before it runs: its leader's log is full.
+
+        A produce appends its records to the acting leader's log and shortens no log, so when that log has no
+        room left for them the step ends past `max_records` (or is refused when there is no acting leader).
+        """
+        t = Txn(self.config, state)
+        try:
+            leader = dataplane.acting_leader(t, action.tp)
+        except KcmError:
+            return True
+        data = t.lookup("replicas", (action.tp[0], action.tp[1], leader))
+        return len(data.log) + action.records > self._max_records
 
     def outcome(self, state: Cluster, action: Any) -> tuple[str, tuple[Cluster, Effects] | None]:
         """What an action does in a state: (NEXT, (next state, effects)), or (REFUSED | UNCHANGED | OUTSIDE, None).
@@ -337,7 +358,8 @@ class BoundedSystem:
         OUTSIDE: the step leads past the bounds (liveness checks must not take that for a disabled action).
         """
         try:
-            nxt, effects = api.step(self.config, state, action, self._limits)
+            limits = self._own_write_limits if isinstance(action, LEADER_ISR_WRITES) else self._limits
+            nxt, effects = api.step(self.config, state, action, limits)
         except OutOfBounds:
             return OUTSIDE, None
         except KcmError:

@@ -215,26 +215,11 @@ def test_progress_lines_on_stderr_unless_quiet(capsys):
 def test_progress_reports_every_level_when_asked_and_the_estimate_is_finite_once_levels_shrink():
     reports: list[bfs.Progress] = []
     model = BoundedSystem(load_config("tiny"))
-    found = bfs.search(model, "local", lambda s: s, _local_levels(model), lambda s: s,
-                       progress=reports.append, progress_every=0.0)
+    found = bfs.search(model, "local", bfs.expander(model), progress=reports.append, progress_every=0.0)
     assert reports[-1].states == found.distinct_states and reports[-1].frontier == 0
     assert [r.states for r in reports] == sorted(r.states for r in reports)
     assert reports[-2].eta_seconds is not None and reports[-2].eta_seconds >= 0
     assert bfs._eta([1, 4, 16], 16, 0, 0, 21, 1.0) is None  # a frontier still growing has no estimate
-
-
-def _local_levels(model):
-    """The local engine's level expansion, for calling `search` directly."""
-    from kcm.checkers.verdicts import indexed_successors, step_checks
-
-    props = model.properties()
-
-    def expand_level(frontier):
-        for pos, (_, state) in enumerate(frontier):
-            for aidx, action, nxt, effects in indexed_successors(model, state):
-                bad_step, reached = step_checks(model, state, action, nxt, effects, props)
-                yield model.fingerprint(nxt), nxt, pos, aidx, action, bad_step, None, reached
-    return expand_level
 
 
 def test_partitioned_rounds_without_spark_give_the_local_counts():

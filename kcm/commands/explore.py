@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from kcm import flags
-from kcm.checkers import checkpoint, evidence, liveness, spark_bfs, walk
+from kcm.checkers import bfs, checkpoint, evidence, liveness, spark_bfs, walk
 from kcm.checkers.bfs import Progress
 from kcm.checkers.checkpoint import BadCheckpoint, Checkpointer
 from kcm.checkers.symmetry import SymmetricModel
@@ -25,6 +25,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         f"default {spark_bfs.DEFAULT_MEMORY}")
     p.add_argument("--local-levels", type=flags.count(1, flags.MAX_LEVELS), default=4, metavar="N",
                    help="spark engine: levels each partition expands on its own before a shuffle (default 4)")
+    p.add_argument("--workers", type=flags.count(1, 256), default=1, metavar="N",
+                   help="local engine: N owner processes, states partitioned by fingerprint (TLC's -workers; "
+                        "default 1: this process alone); the same counts and counterexamples")
     p.add_argument("--max-states", type=flags.count(1, flags.MAX_STATES),
                    help="stop after this many distinct states (the run is then partial)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -45,6 +48,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--checkpoint-every", metavar="SECONDS", type=flags.seconds(0, flags.MAX_SECONDS), default=60.0,
                    help="at most one checkpoint per this many seconds (default 60; 0: at every level)")
     p.add_argument("--resume", metavar="FILE", help="continue the run saved in this checkpoint (same config)")
+    p.add_argument("--continue", dest="keep_going", action="store_true",
+                   help="explore the whole boundary; by default the search stops after the level of the first "
+                        "violation (every counterexample is still the shortest, and the same on every engine)")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -64,17 +70,26 @@ def main(args: argparse.Namespace) -> int:
     if args.checkpoint_every < 0:
         print("kcm explore: --checkpoint-every must be 0 or more seconds", file=sys.stderr)
         return 2
-    checkpointer = Checkpointer(args.checkpoint, args.checkpoint_every, model.cfg) if args.checkpoint else None
     if args.local_levels < 1:
         print("kcm explore: --local-levels must be at least 1", file=sys.stderr)
         return 2
+    if args.workers < 1 or args.workers > 256 or args.workers > 1 and (args.engine != "local" or args.walks):
+        print("kcm explore: --workers takes 1 to 256, with the local engine's exhaustive search", file=sys.stderr)
+        return 2
+    if args.engine == "spark" and (args.checkpoint is not None or args.resume is not None):
+        print("kcm explore: --checkpoint and --resume are for the local engine", file=sys.stderr)
+        return 2
+    identity = checkpoint.config_identity(model.cfg, "symmetry" if explored is not model else "none")
     resume = None
-    if args.resume is not None:
-        try:
-            resume = checkpoint.load(args.resume, model.cfg)
-        except BadCheckpoint as err:
-            print(f"kcm explore: {err}", file=sys.stderr)
-            return 2
+    try:
+        checkpointer = (Checkpointer(args.checkpoint, args.checkpoint_every, identity)
+                        if args.checkpoint is not None else None)
+        if args.resume is not None:
+            resume = checkpoint.load(args.resume, identity)
+    except BadCheckpoint as err:
+        print(f"kcm explore: {err}", file=sys.stderr)
+        return 2
+    stop_at = None if args.keep_going or args.walks is not None else bfs.safety_names(explored)
 
     def progress(p: Progress) -> None:
         if not args.quiet:
@@ -117,11 +132,15 @@ def main(args: argparse.Namespace) -> int:
     elif args.walks is not None:
         found = walk.walk(explored, args.walks, args.depth, args.seed, progress=walk_progress)
     else:
-        from kcm.checkers import bfs
-
         try:
-            found = bfs.explore(explored, args.max_states, progress, checkpointer, resume)
-        except (OSError, BadCheckpoint) as err:
+            if args.workers > 1:
+                from kcm.checkers import workers
+
+                found = workers.explore(explored, args.workers, args.max_states, progress, checkpointer, resume,
+                                        stop_at=stop_at)
+            else:
+                found = bfs.explore(explored, args.max_states, progress, checkpointer, resume, stop_at=stop_at)
+        except (OSError, BadCheckpoint, RuntimeError) as err:
             print(f"kcm explore: {err}", file=sys.stderr)
             return 2
     if args.walks is None:  # a walk sees no whole graph: its EVENTUALLY verdicts stay "not judged"
@@ -131,10 +150,8 @@ def main(args: argparse.Namespace) -> int:
     if explored is not model:
         summary["symmetry"] = {"group_size": len(explored.group), "reduced_states": found.distinct_states}
         if args.symmetry_compare:  # unreduced on the local engine: every engine reports the same counts
-            from kcm.checkers import bfs
-
             unreduced = (walk.walk(model, args.walks, args.depth, args.seed) if args.walks is not None
-                         else bfs.explore(model, args.max_states))
+                         else bfs.explore(model, args.max_states, stop_at=stop_at))
             summary["symmetry"]["unreduced_states"] = unreduced.distinct_states
     if args.out:
         folder = Path(args.out)
@@ -182,9 +199,17 @@ def _steps(n: int) -> str:
     return "this 1 step" if n == 1 else f"these {n} steps"
 
 
+def _partial(s: dict) -> str:
+    if s["complete"]:
+        return ""
+    if s.get("stopped_at_violation"):
+        return " (stopped after the level of the first violation; --continue explores everything)"
+    return " (partial: --max-states)"
+
+
 def _text(s: dict) -> str:
     lines = [f"kcm explore: config {s['config']}, engine {s['engine']}",
-             f"  distinct states {s['distinct_states']:,}{'' if s['complete'] else ' (partial: --max-states)'}, "
+             f"  distinct states {s['distinct_states']:,}{_partial(s)}, "
              f"transitions {s['transitions']:,}, depth {s['depth']}, {s['seconds']} s, "
              f"{s['states_per_second'] or 0:,} states/s, visited set {s['bytes_per_state']} bytes/state",
              f"  probability that a fingerprint collision hid a state: <= {s['collision_probability']:.1e}",
