@@ -8,7 +8,7 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
   .venv/bin/python -m pip install --quiet --upgrade pip
 fi
-if ! .venv/bin/python -c "import kcm, kcm.model, pyspark, z3, hypothesis, icontract, xxhash" 2>/dev/null \
+if ! .venv/bin/python -c "import kcm, kcm.model, pyspark, pyarrow, pandas, z3, hypothesis, icontract, xxhash" 2>/dev/null \
    || [ pyproject.toml -nt .venv/.kcm-installed ]; then
   .venv/bin/python -m pip install --quiet -e '.[dev]'
   touch .venv/.kcm-installed
