@@ -266,7 +266,14 @@ def explore(model: Any, spark: Any, max_states: int | None = None, progress: Pro
     before = states - width  # states in the levels before `depth`
     known = True  # whether `width` (the frontier's size) is known yet: else the next expansion counts it
     while True:
-        if checkpoint is not None and checkpoint.due() and known:
+        if checkpoint is not None and checkpoint.due():
+            if not known:  # a checkpoint holds whole levels: count the frontier now instead of at its expansion
+                width, known = frontier.count(), True
+                if not width:
+                    depth -= 1
+                    break
+                sizes.append(width)
+                states = before + width
             checkpoint.write(_snapshot(run, _union(pieces + recent), frontier, max_states, depth, sizes,
                                        spent + time.perf_counter() - start))
         began = time.perf_counter()

@@ -110,8 +110,9 @@ def resolve_master(master: str | None) -> str:
     if master is not None:
         return master
     if under_spark_submit():
-        from pyspark import SparkConf
+        from pyspark import SparkConf, SparkContext
 
+        SparkContext._ensure_initialized()  # joins spark-submit's JVM, whose conf holds its master and defaults
         return SparkConf().get("spark.master", "local[*]")
     return spark_defaults().get("spark.master", "local[*]")
 
@@ -152,3 +153,4 @@ def spark_session(master: str | None = "local[*]", memory: str | None = DEFAULT_
     if not spark_log:
         spark.sparkContext.setLogLevel("ERROR")
     return spark
+

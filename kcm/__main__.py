@@ -1,4 +1,4 @@
-"""`python -m kcm`: the `kcm` command. spark-submit runs this file too: `spark-submit .../kcm/__main__.py explore ...`."""
+"""`python -m kcm`: the `kcm` command; spark-submit runs this file too (`spark-submit kcm/__main__.py explore`)."""
 
 import sys
 

@@ -1,0 +1,89 @@
+"""Benchmark of the Spark engine: local engine, Spark local[1] and Spark local[2] side by side on one config.
+
+Each run is its own process (one JVM each, started before the clock starts), so the figures are exploration
+seconds without Spark's start-up. Printed: states, transitions, depth, seconds and states/s of every engine, the
+ratios local[2]/local[1] (gain from the second core) and local engine/local[2], the per-level fixed cost (the
+median time of the levels with at most `--small` states, where the work is nil and only the jobs' latency is
+left), and for each level of the local[2] run its time against the visited set's size before it. Exits 1 if the
+engines disagree on counts, depth, verdicts or counterexamples.
+
+    python ci/bench_spark.py [CONFIG] [--max-states N] [--small 100] [--masters local[1] local[2]]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+
+CHILD = r'''
+import json, sys, time
+from kcm.checkers import bfs, spark_bfs
+from kcm.reference.bounded import BoundedSystem, load_config
+config, master, bound = sys.argv[1], sys.argv[2], (int(sys.argv[3]) if sys.argv[3] != "-" else None)
+model = BoundedSystem(load_config(config))
+if master == "local-engine":
+    found, levels = bfs.explore(model, bound), []
+else:
+    spark = spark_bfs.spark_session(master)
+    spark.range(1).count()  # the JVM warmed up before the clock starts
+    levels = []
+    found = spark_bfs.explore(model, spark, bound, timings=levels)
+    spark.stop()
+out = found.to_json(model)
+out["levels"] = [[t.level, t.visited, t.frontier, t.seconds, t.expand_seconds] for t in levels]
+out["traces"] = {k: [repr(a) for a in v] for k, v in sorted(found.violations.items())}
+print(json.dumps(out))
+'''
+SAME = ("distinct_states", "transitions", "depth", "complete", "verdicts", "traces")
+
+
+def run(config: str, master: str, bound: int | None) -> dict:
+    """One engine in its own process: its summary, per-level timings and traces."""
+    done = subprocess.run([sys.executable, "-c", CHILD, config, master, str(bound) if bound else "-"],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"bench_spark: {master} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the engines on one config and print the figures, the ratios and the level times."""
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("config", nargs="?", default="default")
+    p.add_argument("--max-states", type=int)
+    p.add_argument("--small", type=int, default=100, help="levels of at most this many states give the fixed cost")
+    p.add_argument("--masters", nargs="+", default=["local[1]", "local[2]"])
+    args = p.parse_args(argv)
+    results = {"local engine": run(args.config, "local-engine", args.max_states)}
+    for master in args.masters:
+        results[f"spark {master}"] = run(args.config, master, args.max_states)
+    print(f"config {args.config}" + (f", --max-states {args.max_states}" if args.max_states else ""))
+    print(f"{'engine':16} {'states':>9} {'transitions':>11} {'depth':>5} {'seconds':>8} {'states/s':>9} "
+          f"{'fixed s/level':>13}")
+    for name, r in results.items():
+        small = [lv[3] for lv in r["levels"] if lv[2] <= args.small]
+        fixed = f"{statistics.median(small):.3f}" if small else "-"
+        print(f"{name:16} {r['distinct_states']:>9,} {r['transitions']:>11,} {r['depth']:>5} {r['seconds']:>8.1f} "
+              f"{r['distinct_states'] / r['seconds']:>9,.0f} {fixed:>13}")
+    local = results["local engine"]
+    spark = [n for n in results if n != "local engine"]
+    for a, b in zip(spark, spark[1:], strict=False):
+        print(f"ratio {a} / {b} seconds = {results[a]['seconds'] / results[b]['seconds']:.2f}x")
+    for name in spark:
+        print(f"ratio local engine / {name} seconds = {local['seconds'] / results[name]['seconds']:.2f}x")
+    last = results[spark[-1]]
+    print(f"levels of {spark[-1]}: level, visited before it, its states, seconds, of which expansion job, "
+          f"seconds per 1,000 states")
+    for level, visited, width, seconds, expand in last["levels"]:
+        print(f"  {level:3} {visited:>10,} {width:>9,} {seconds:>8.3f} {expand:>8.3f} "
+              f"{1000 * seconds / max(1, width):>8.3f}")
+    same = all({k: results[n][k] for k in SAME} == {k: local[k] for k in SAME} for n in spark)
+    print("same counts, depth, verdicts and counterexamples on every engine:", "yes" if same else "NO")
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
