@@ -117,14 +117,15 @@ def resolve_master(master: str | None) -> str:
     return spark_defaults().get("spark.master", "local[*]")
 
 
-def spark_session(master: str | None = "local[*]", memory: str | None = DEFAULT_MEMORY,
+def spark_session(master: str | None = "local[*]", memory: str | None = None,
                   conf: dict[str, str] | None = None, spark_log: bool = False) -> Any:
     """A Spark session for the explorer, started on the resolved master; BadMaster if it cannot work.
 
     `memory` is the JVM heap of the driver (in local mode the executors live in it, so it holds every cached
-    block and each level's shuffle; Spark's default 1g runs out on large spaces) and of each executor. Under
-    spark-submit the driver's JVM is already running: its heap is spark-submit's `--driver-memory`, and only the
-    executors' is set here. `conf` goes to Spark as given, after kcm's own settings (so it wins).
+    block and each level's shuffle; Spark's default 1g runs out on large spaces) and of each executor. Without
+    it the driver kcm starts gets DEFAULT_MEMORY unless spark-defaults.conf sets one. Under spark-submit the
+    driver's JVM is already running: its heap is spark-submit's `--driver-memory`, and only the executors' is set
+    here. `conf` goes to Spark as given, after kcm's own settings (so it wins).
     """
     url = check_master(resolve_master(master))
     if memory is not None and not _MEMORY.fullmatch(memory):
@@ -145,8 +146,8 @@ def spark_session(master: str | None = "local[*]", memory: str | None = DEFAULT_
                .config("spark.task.maxFailures", str(LOCAL_RETRIES)))
     if memory is not None:
         builder = builder.config("spark.executor.memory", memory)
-        if not under_spark_submit():
-            builder = builder.config("spark.driver.memory", memory)
+    if not under_spark_submit() and (memory is not None or "spark.driver.memory" not in spark_defaults()):
+        builder = builder.config("spark.driver.memory", memory or DEFAULT_MEMORY)
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()

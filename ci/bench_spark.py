@@ -8,6 +8,12 @@ left), and for each level of the local[2] run its time against the visited set's
 engines disagree on counts, depth, verdicts or counterexamples.
 
     python ci/bench_spark.py [CONFIG] [--max-states N] [--small 100] [--masters local[1] local[2]]
+    python ci/bench_spark.py --join-scaling [--master local[2]]   # the JVM's part of a level against |visited|
+
+`--join-scaling` times, in one session, the JVM's part of a level (a level's successors reduced per fingerprint,
+anti-joined against the visited set, the visited set extended) on synthetic fingerprints: a fixed level of
+20,000 successors against visited sets of 10^4 to 4x10^6 rows, so that the per-visited-row cost of the join and
+the fixed cost of a level's job can be read off.
 """
 
 from __future__ import annotations
@@ -49,6 +55,46 @@ def run(config: str, master: str, bound: int | None) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+JOIN = r'''
+import sys, time
+from pyspark.sql import functions as F
+from kcm.checkers import spark_bfs
+master = sys.argv[1]
+spark = spark_bfs.spark_session(master)
+parts = spark.sparkContext.defaultParallelism
+spark_bfs._tune(spark, parts)
+for visited_rows in (10_000, 100_000, 1_000_000, 4_000_000):
+    visited = (spark.range(0, visited_rows * 7919, 7919, parts).selectExpr("id as fp", "id as parent", "0 as aidx")
+               .repartition(parts, "fp").localCheckpoint(eager=True))
+    times = []
+    for rep in range(4):
+        level = spark.range(0, 20_000, 1, parts).selectExpr(
+            f"(id * 104729 + {rep}) as fp", "id as pkey", "0 as aidx", "id as parent", "unhex('00ff00ff') as state")
+        start = time.perf_counter()
+        best = level.groupBy("fp").agg(F.min(F.struct("pkey", "aidx", "parent", "state")).alias("m"))
+        fresh = best.join(visited.select("fp"), "fp", "left_anti").select("fp", "m.*").localCheckpoint(eager=True)
+        times.append(time.perf_counter() - start)
+    times.sort()
+    print(visited_rows, times[len(times) // 2], flush=True)
+spark.stop()
+'''
+
+
+def join_scaling(master: str) -> int:
+    """Print the JVM's time for one level of 20,000 successors against visited sets of growing size."""
+    done = subprocess.run([sys.executable, "-c", JOIN, master], capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"bench_spark: the join benchmark failed:\n{done.stderr[-3000:]}")
+    print(f"JVM part of one level ({master}): 20,000 successors reduced and anti-joined; median of 4")
+    print(f"{'visited rows':>12} {'seconds':>8} {'us per visited row':>18}")
+    rows = [line.split() for line in done.stdout.strip().splitlines()]
+    base = float(rows[0][1])
+    for visited, seconds in rows:
+        extra = (float(seconds) - base) / max(1, int(visited) - int(rows[0][0])) * 1e6 if visited != rows[0][0] else 0
+        print(f"{int(visited):>12,} {float(seconds):>8.3f} {extra:>18.3f}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the engines on one config and print the figures, the ratios and the level times."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -56,7 +102,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-states", type=int)
     p.add_argument("--small", type=int, default=100, help="levels of at most this many states give the fixed cost")
     p.add_argument("--masters", nargs="+", default=["local[1]", "local[2]"])
+    p.add_argument("--join-scaling", action="store_true", help="time the JVM's part of a level against |visited|")
+    p.add_argument("--master", default="local[2]", help="the master of --join-scaling")
     args = p.parse_args(argv)
+    if args.join_scaling:
+        return join_scaling(args.master)
     results = {"local engine": run(args.config, "local-engine", args.max_states)}
     for master in args.masters:
         results[f"spark {master}"] = run(args.config, master, args.max_states)
