@@ -95,6 +95,41 @@ def join_scaling(master: str) -> int:
     return 0
 
 
+def estimate(levels: list[list[float]], cores: int) -> None:
+    """Fit level seconds = L + a * states + b * visited over the measured levels, and scale it out.
+
+    L is the latency of a level (its job's fixed cost), a the seconds per expanded state and b per visited row
+    on `cores` cores (so a * cores and b * cores are core-seconds). Scaled to C cores: the same L per level, the
+    per-state and per-row work divided by C (an estimate: it assumes the work spreads evenly and the latency
+    per level does not grow with C).
+    """
+    import numpy as np
+
+    # Level 0 also starts the Python workers and warms the JVM up: a one-time cost, left out of the fit.
+    rows = [lv for lv in levels if lv[2] > 0 and lv[0] > 0]
+    if len(rows) < 4:
+        return
+    print(f"level 0 (Python workers started, JVM warmed up): {levels[0][3]:.1f} s, once")
+    x = np.array([[1.0, lv[2], lv[1]] for lv in rows])
+    y = np.array([lv[3] for lv in rows])
+    (lat, a, b), *_ = np.linalg.lstsq(x, y, rcond=None)
+    lat, a, b = max(lat, 0.0), max(a, 0.0), max(b, 0.0)
+    states = sum(lv[2] for lv in rows)
+    visited_sum = sum(lv[1] for lv in rows)
+    print(f"fit over {len(rows)} levels: latency {lat:.3f} s/level, {a * cores * 1e3:.3f} core-ms per state, "
+          f"{b * cores * 1e9:.1f} core-ns per visited row per level")
+    for c in (cores, 16, 64):
+        t = len(rows) * lat + (states * a + visited_sum * b) * cores / c
+        share = len(rows) * lat / t if t else 0.0
+        print(f"  estimate on {c:3} cores: {t:8.1f} s ({share:.0%} of it latency per level)")
+    # 1e8 states: the same level shape stretched (levels x 1.5, states x 1e8/N), per-state costs unchanged.
+    scale = 1e8 / states
+    depth = int(len(rows) * 1.5)
+    for c in (16, 64):
+        t = depth * lat + (1e8 * a + visited_sum * scale * 1.5 * b) * cores / c
+        print(f"  1e8 states, {depth} levels, {c} cores: {t / 3600:.1f} h")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the engines on one config and print the figures, the ratios and the level times."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -130,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     for level, visited, width, seconds, expand in last["levels"]:
         print(f"  {level:3} {visited:>10,} {width:>9,} {seconds:>8.3f} {expand:>8.3f} "
               f"{1000 * seconds / max(1, width):>8.3f}")
+    estimate(last["levels"], cores=int(spark[-1].split("[")[1].rstrip("]")) if "[" in spark[-1] else 2)
     same = all({k: results[n][k] for k in SAME} == {k: local[k] for k in SAME} for n in spark)
     print("same counts, depth, verdicts and counterexamples on every engine:", "yes" if same else "NO")
     return 0 if same else 1
