@@ -95,38 +95,36 @@ def join_scaling(master: str) -> int:
     return 0
 
 
-def estimate(levels: list[list[float]], cores: int) -> None:
-    """Fit level seconds = L + a * states + b * visited over the measured levels, and scale it out.
+def estimate(levels: list[list[float]], cores: int, small: int = 100, row_ns: float = 0.0) -> None:
+    """Split the level times into a latency per level and a cost per state, and scale them out.
 
-    L is the latency of a level (its job's fixed cost), a the seconds per expanded state and b per visited row
-    on `cores` cores (so a * cores and b * cores are core-seconds). Scaled to C cores: the same L per level, the
-    per-state and per-row work divided by C (an estimate: it assumes the work spreads evenly and the latency
-    per level does not grow with C).
+    The latency L is the median time of the levels (after level 0) with at most `small` states, where the work
+    is nil; the cost per state is what the other levels took beyond L, per state expanded, on `cores` cores.
+    `row_ns` adds the join's core-nanoseconds per visited row per level (from --join-scaling). Scaled to C cores
+    (an estimate): the same L per level, the per-state and per-row work divided by C.
     """
-    import numpy as np
-
-    # Level 0 also starts the Python workers and warms the JVM up: a one-time cost, left out of the fit.
+    # Level 0 also starts the Python workers and warms the JVM up: a one-time cost, left out.
     rows = [lv for lv in levels if lv[2] > 0 and lv[0] > 0]
-    if len(rows) < 4:
+    tiny = sorted(lv[3] for lv in rows if lv[2] <= small)
+    big = [lv for lv in rows if lv[2] > small]
+    if not tiny or not big:
         return
-    print(f"level 0 (Python workers started, JVM warmed up): {levels[0][3]:.1f} s, once")
-    x = np.array([[1.0, lv[2], lv[1]] for lv in rows])
-    y = np.array([lv[3] for lv in rows])
-    (lat, a, b), *_ = np.linalg.lstsq(x, y, rcond=None)
-    lat, a, b = max(lat, 0.0), max(a, 0.0), max(b, 0.0)
+    lat = tiny[len(tiny) // 2]
+    per_state = max(0.0, sum(lv[3] - lat for lv in big) / sum(lv[2] for lv in big))  # seconds on `cores` cores
     states = sum(lv[2] for lv in rows)
     visited_sum = sum(lv[1] for lv in rows)
-    print(f"fit over {len(rows)} levels: latency {lat:.3f} s/level, {a * cores * 1e3:.3f} core-ms per state, "
-          f"{b * cores * 1e9:.1f} core-ns per visited row per level")
+    print(f"level 0 (Python workers started, JVM warmed up): {levels[0][3]:.1f} s, once")
+    print(f"latency per level {lat:.3f} s (median of {len(tiny)} levels of <= {small} states); "
+          f"{per_state * cores * 1e3:.3f} core-ms per state beyond it")
     for c in (cores, 16, 64):
-        t = len(rows) * lat + (states * a + visited_sum * b) * cores / c
-        share = len(rows) * lat / t if t else 0.0
-        print(f"  estimate on {c:3} cores: {t:8.1f} s ({share:.0%} of it latency per level)")
-    # 1e8 states: the same level shape stretched (levels x 1.5, states x 1e8/N), per-state costs unchanged.
+        work = states * per_state * cores / c + visited_sum * row_ns * 1e-9 / c
+        t = len(rows) * lat + work
+        print(f"  estimate on {c:3} cores: {t:8.1f} s ({len(rows) * lat / t:.0%} of it latency per level)")
+    # 1e8 states: the same level shape stretched (1.5x the levels, every level scaled up), costs unchanged.
     scale = 1e8 / states
     depth = int(len(rows) * 1.5)
     for c in (16, 64):
-        t = depth * lat + (1e8 * a + visited_sum * scale * 1.5 * b) * cores / c
+        t = depth * lat + (1e8 * per_state * cores + visited_sum * scale * 1.5 * row_ns * 1e-9) / c
         print(f"  1e8 states, {depth} levels, {c} cores: {t / 3600:.1f} h")
 
 
@@ -165,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     for level, visited, width, seconds, expand in last["levels"]:
         print(f"  {level:3} {visited:>10,} {width:>9,} {seconds:>8.3f} {expand:>8.3f} "
               f"{1000 * seconds / max(1, width):>8.3f}")
-    estimate(last["levels"], cores=int(spark[-1].split("[")[1].rstrip("]")) if "[" in spark[-1] else 2)
+    estimate(last["levels"], int(spark[-1].split("[")[1].rstrip("]")) if "[" in spark[-1] else 2, args.small)
     same = all({k: results[n][k] for k in SAME} == {k: local[k] for k in SAME} for n in spark)
     print("same counts, depth, verdicts and counterexamples on every engine:", "yes" if same else "NO")
     return 0 if same else 1
