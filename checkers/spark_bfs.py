@@ -354,7 +354,7 @@ def _tune(spark: Any, parts: int) -> None:
     conf.set("spark.sql.shuffle.partitions", str(parts))
     conf.set("spark.sql.adaptive.enabled", "false")
     conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
-    conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "1000")
+    conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "4000")
 
 
 def _snapshot(run: _Search, visited: Any, frontier: Any, max_states: int | None, depth: int, sizes: list[int],
