@@ -207,3 +207,23 @@ def test_spark_submit_to_a_loopback_standalone_cluster_ships_kcm_and_gives_the_l
     local = bfs.explore(model).to_json(model)
     for key in ("distinct_states", "transitions", "depth", "complete", "verdicts", "counterexamples"):
         assert summary[key] == local[key], key
+
+
+def test_a_spark_error_is_told_by_its_python_exception_line():
+    from kcm.commands.explore import _first_line
+
+    worker = RuntimeError("An exception was thrown from the Python worker: Traceback (most recent call last):\n"
+                          '  File "worker.py", line 1, in main\n'
+                          "ModuleNotFoundError: No module named 'kcm'\n SQLSTATE: 38000\n\tat org.apache.spark.X")
+    assert _first_line(worker) == "ModuleNotFoundError: No module named 'kcm'"
+    assert _first_line(RuntimeError("x" * 1000)) == "x" * 300 + "..."
+
+
+def test_fingerprints_keep_their_unsigned_order_as_spark_longs():
+    from kcm.checkers.spark_bfs import order_key, to_fp, to_long
+
+    fps = [0, 1, (1 << 63) - 1, 1 << 63, (1 << 63) + 5, (1 << 64) - 1]
+    longs = [to_long(fp) for fp in fps]
+    assert all(-(1 << 63) <= v < (1 << 63) for v in longs)
+    assert [to_fp(v) for v in longs] == fps
+    assert sorted(longs, key=order_key) == longs  # signed order of the key is the fingerprints' unsigned order

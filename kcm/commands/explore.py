@@ -191,7 +191,14 @@ def _spark(args: argparse.Namespace, explored: Any, checkpointer: Checkpointer |
 
 
 def _first_line(err: BaseException) -> str:
-    """The first line of an exception's message, cut short (Spark's messages carry whole stack traces)."""
+    """The telling line of a Spark error, cut short: its Python exception if it carries one, else its first line.
+
+    Spark's messages carry whole stack traces (the JVM's and the Python worker's); the worker's own exception
+    line ("ModuleNotFoundError: No module named 'kcm'") is what says what happened.
+    """
+    import re
+
     text = str(err).strip().splitlines()
-    line = text[0] if text else err.__class__.__name__
+    causes = [line.strip() for line in text[:400] if re.match(r"\s*[\w.]+(Error|Exception|Exit): ", line)]
+    line = causes[-1] if causes else (text[0] if text else err.__class__.__name__)
     return line if len(line) <= 300 else line[:300] + "..."
