@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -122,7 +122,8 @@ def expander(model: Any, level: int, sink: Any, successors: bool = True) -> Any:
 
         fingerprint = model.fingerprint
         transitions = expanded = 0
-        reached: set[str] = set()
+        reached: set[str] = set()  # by the states themselves
+        reached_step: set[str] = set()  # by their transitions
         state_bad, step_bad = _Witnesses(), _Witnesses()
         with rare_collections():
             for batch in batches:
@@ -144,7 +145,7 @@ def expander(model: Any, level: int, sink: Any, successors: bool = True) -> Any:
                     for i, action, nxt, effects in indexed_successors(model, state):
                         transitions += 1
                         bad, hit = step_checks(model, state, action, nxt, effects, step_props)
-                        reached.update(hit)
+                        reached_step.update(hit)
                         for name in bad:
                             step_bad.offer(name, (key, i), [fp, i])
                         nfp = to_long(fingerprint(nxt))
@@ -158,6 +159,7 @@ def expander(model: Any, level: int, sink: Any, successors: bool = True) -> Any:
                         pa.array([r[1] for r in rows], pa.int32()), pa.array([r[2] for r in rows], pa.int64()),
                         pa.array([encode(r[3]) for r in rows], pa.binary())], names=NAMES)
         summary = {"transitions": transitions, "expanded": expanded, "reached": sorted(reached),
+                   "reached_step": sorted(reached_step),
                    "state_bad": {n: [list(o), p] for n, (o, p) in state_bad.best.items()},
                    "step_bad": {n: [list(o), p] for n, (o, p) in step_bad.best.items()}}
         sink.add({(level, TaskContext.get().partitionId()): json.dumps(summary)})
@@ -192,34 +194,54 @@ class _Search:
         """The level's successors (not yet deduplicated), as a lazy DataFrame."""
         return frontier.mapInArrow(expander(self.model, level, self.sink, successors), FRONTIER)
 
-    def summaries(self, level: int) -> int:
-        """Fold the summaries of `level`'s expansion into the counters and witnesses; the states it expanded."""
+    def summaries(self, level: int, stop_at: Collection[str] | None = None) -> tuple[int, str | None]:
+        """Fold the summaries of `level`'s expansion into the counters and witnesses.
+
+        Returns the number of states expanded and why the search must stop after this level (None: it need
+        not): "state" when a state of this level breaks a property of `stop_at` (the local engine, which checks
+        a state when it first meets it, would have stopped before expanding this level: only what the states
+        themselves showed is kept), "step" when one of this level's transitions does.
+        """
         got = self.sink.value
         mine = sorted(k for k in got if k[0] == level)
         step_best: dict[str, tuple[list[int], list[int]]] = {}
         state_best: dict[str, tuple[list[int], list[int]]] = {}
-        count = 0
+        count = transitions = 0
+        reached: set[str] = set()
+        reached_step: set[str] = set()
         for key in mine:
             s = json.loads(got[key])
             count += s["expanded"]
-            self.found.transitions += s["transitions"]
-            self.found.reached.update(s["reached"])
+            transitions += s["transitions"]
+            reached.update(s["reached"])
+            reached_step.update(s["reached_step"])
             for best, seen in ((state_best, s["state_bad"]), (step_best, s["step_bad"])):
                 for name, (order, payload) in seen.items():
                     if name not in best or order < best[name][0]:
                         best[name] = (order, payload)
+        wanted = set(stop_at or ()) - set(self.witness)
+        stop = "state" if wanted & set(state_best) else "step" if wanted & set(step_best) else None
+        self.found.reached.update(reached)
         for name, (_, (fp,)) in state_best.items():
             self.witness.setdefault(name, (level, fp, -1))
+        if stop == "state":
+            return count, stop
+        self.found.transitions += transitions
+        self.found.reached.update(reached_step)
         for name, (_, (fp, action)) in step_best.items():
             self.witness.setdefault(name, (level, fp, action))
-        return count
+        return count, stop
 
 
 def explore(model: Any, spark: Any, max_states: int | None = None, progress: ProgressFn | None = None,
             partitions: int | None = None, checkpoint: Checkpointer | None = None,
             resume: dict[str, Any] | None = None, timings: list[LevelTiming] | None = None,
-            compact_every: int = COMPACT_EVERY) -> Exploration:
-    """Explore every state reachable inside the boundary on Spark, checking every property of the model."""
+            compact_every: int = COMPACT_EVERY, stop_at: Collection[str] | None = None) -> Exploration:
+    """Explore every state reachable inside the boundary on Spark, checking every property of the model.
+
+    `stop_at` (property names): end after the level in which one of them is first violated, as the local engine
+    does (every violation of that level is still found, so the counterexamples are the canonical ones).
+    """
     from pyspark.sql import functions as F
 
     sc = spark.sparkContext
@@ -281,8 +303,16 @@ def explore(model: Any, spark: Any, max_states: int | None = None, progress: Pro
                 .groupBy("fp").agg(F.min(F.struct("pkey", "aidx", "parent", "state")).alias("m")))
         fresh = run.checkpointed(best.join(_union(pieces + recent), "fp", "left_anti")
                                  .select("fp", "m.pkey", "m.aidx", "m.parent", "m.state"))
-        expanded = run.summaries(depth)
+        expanded, stop = run.summaries(depth, stop_at)
         mid = time.perf_counter()
+        if stop == "state":  # this level's own states break a property: the search ends before expanding it
+            run.release(fresh)
+            if not known:
+                sizes.append(expanded)
+            states = before + expanded
+            found.complete = False
+            found.stopped = True
+            break
         if not known:
             if not expanded:  # the last level found nothing new: the search is over
                 depth -= 1
@@ -304,7 +334,7 @@ def explore(model: Any, spark: Any, max_states: int | None = None, progress: Pro
         before = states
         depth += 1
         known = False
-        if max_states is not None:  # as the local engine: the bound is looked at once each level has joined
+        if max_states is not None or stop:  # the bound (or the stop) is looked at once each level has joined
             width = fresh.count()
             known = True
             if not width:
@@ -320,11 +350,12 @@ def explore(model: Any, spark: Any, max_states: int | None = None, progress: Pro
                               _eta(sizes, width, 0, 0, max(1, before), seconds)))
         if known and not width:
             break
-        if max_states is not None and states >= max_states:
+        if stop or max_states is not None and states >= max_states:
             # The last level is counted and its own properties checked, not expanded.
             run.expand(frontier, depth, successors=False).count()
             run.summaries(depth)
             found.complete = False
+            found.stopped = bool(stop)
             break
     visited = _union(pieces + recent)
     found.distinct_states = states

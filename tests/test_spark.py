@@ -227,3 +227,24 @@ def test_fingerprints_keep_their_unsigned_order_as_spark_longs():
     assert all(-(1 << 63) <= v < (1 << 63) for v in longs)
     assert [to_fp(v) for v in longs] == fps
     assert sorted(longs, key=order_key) == longs  # signed order of the key is the fingerprints' unsigned order
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_stopping_at_the_first_violation_ends_where_the_local_engine_bounded_at_that_level_ends(spark):
+    from kcm.checkers import spark_bfs
+
+    for name, props in (("unclean", None), ("bugs/KIP-101", ["logs_agree_below_hw"]),
+                        ("bugs/KIP-101", ["acked_records_survive"])):
+        model = BoundedSystem(load_config(name))
+        full = bfs.explore(model, max_states=3000)
+        stop_at = props or sorted(full.violations)
+        depth = min(len(full.violations[p]) for p in stop_at)  # the level after which the search stops
+        through = sum(len(level) for level in full.visited.parents[:depth + 1])
+        bounded = bfs.explore(model, max_states=through)  # stops after the same level
+        stopped = spark_bfs.explore(model, spark, stop_at=stop_at)
+        assert (stopped.distinct_states, stopped.transitions, stopped.depth, stopped.complete) == (
+            bounded.distinct_states, bounded.transitions, bounded.depth, False), (name, stop_at)
+        assert stopped.stopped
+        assert stopped.violations == bounded.violations and stopped.reached == bounded.reached, (name, stop_at)
+        assert all(stopped.violations[p] == full.violations[p] for p in stop_at if p in stopped.violations)
