@@ -105,7 +105,10 @@ def estimate(levels: list[list[float]], cores: int, small: int = 100, row_ns: fl
     """
     # Level 0 also starts the Python workers and warms the JVM up: a one-time cost, left out.
     rows = [lv for lv in levels if lv[2] > 0 and lv[0] > 0]
-    tiny = sorted(lv[3] for lv in rows if lv[2] <= small)
+    # The small levels after the largest one: the JVM has compiled its plans by then (the first levels also pay
+    # its warm-up); the small levels of the start only if there are none after the peak.
+    peak = max(range(len(rows)), key=lambda i: rows[i][2]) if rows else 0
+    tiny = sorted(lv[3] for lv in rows[peak:] if lv[2] <= small) or sorted(lv[3] for lv in rows if lv[2] <= small)
     big = [lv for lv in rows if lv[2] > small]
     if not tiny or not big:
         return
@@ -114,7 +117,7 @@ def estimate(levels: list[list[float]], cores: int, small: int = 100, row_ns: fl
     states = sum(lv[2] for lv in rows)
     visited_sum = sum(lv[1] for lv in rows)
     print(f"level 0 (Python workers started, JVM warmed up): {levels[0][3]:.1f} s, once")
-    print(f"latency per level {lat:.3f} s (median of {len(tiny)} levels of <= {small} states); "
+    print(f"latency per level {lat:.3f} s (median of {len(tiny)} late levels of <= {small} states); "
           f"{per_state * cores * 1e3:.3f} core-ms per state beyond it")
     for c in (cores, 16, 64):
         work = states * per_state * cores / c + visited_sum * row_ns * 1e-9 / c
