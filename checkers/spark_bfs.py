@@ -423,7 +423,11 @@ def _traces(model: Any, visited: Any, witness: dict[str, tuple[int, int, int]]) 
 
 
 def _bytes_per_state(spark: Any, states: int) -> float:
-    """Bytes the JVM holds per visited state at the end of the search (the visited DataFrame's blocks)."""
+    """Bytes of cached blocks the JVM holds per visited state at the end of the search.
+
+    That is the visited set's slim pieces plus the newest levels' own blocks, whose encoded states are freed only
+    at the next compaction: on a complete run a few levels' states, on a partial run the frontier's too.
+    """
     try:
         infos = spark.sparkContext._jsc.sc().getRDDStorageInfo()
         held = sum(info.memSize() + info.diskSize() for info in infos)
