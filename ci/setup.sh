@@ -9,7 +9,7 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
   .venv/bin/python -m pip install --quiet --upgrade pip
 fi
-if ! .venv/bin/python -c "import kcm, kcm.model, pyspark, z3, numpy, hypothesis, icontract, xxhash, junitparser, kazoo" 2>/dev/null \
+if ! .venv/bin/python -c "import kcm, kcm.model, pyspark, z3, numpy, pyarrow, pandas, hypothesis, icontract, xxhash, junitparser, kazoo" 2>/dev/null \
    || [ pyproject.toml -nt .venv/.kcm-installed ]; then
   .venv/bin/python -m pip install --quiet -e '.[all,dev]'
   touch .venv/.kcm-installed

@@ -31,7 +31,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 # Top-level modules the core install leaves out -> the extra that brings them.
-EXTRAS = {"numpy": "explore", "pyspark": "spark", "py4j": "spark", "z3": "prove"}
+EXTRAS = {"numpy": "explore", "pyspark": "spark", "py4j": "spark", "pyarrow": "spark", "pandas": "spark", "z3": "prove",
+          "kazoo": "live"}
 
 
 def _chosen(argv: list[str]) -> str | None:

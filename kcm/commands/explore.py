@@ -6,9 +6,10 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from kcm import flags
-from kcm.checkers import bfs, checkpoint, evidence, liveness, spark_bfs, walk
+from kcm.checkers import bfs, checkpoint, evidence, liveness, walk
 from kcm.checkers.bfs import Progress
 from kcm.checkers.checkpoint import BadCheckpoint, Checkpointer
 from kcm.checkers.symmetry import SymmetricModel
@@ -19,12 +20,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """Declare the options of `kcm explore`."""
     p.add_argument("--config", default="tiny", help="a config name from specs/configs/ or a path (default: tiny)")
     p.add_argument("--engine", choices=("local", "spark"), default="local")
-    p.add_argument("--master", default="local[*]", help="any Spark master URL (spark engine; default local[*])")
-    p.add_argument("--spark-memory", default=spark_bfs.DEFAULT_MEMORY, metavar="SIZE",
-                   help="spark engine: JVM heap of the driver (in local mode also the executors'), "
-                        f"default {spark_bfs.DEFAULT_MEMORY}")
-    p.add_argument("--local-levels", type=flags.count(1, flags.MAX_LEVELS), default=4, metavar="N",
-                   help="spark engine: levels each partition expands on its own before a shuffle (default 4)")
+    p.add_argument("--master", metavar="URL",
+                   help="spark engine: a Spark master URL (default: spark-submit's or spark-defaults.conf's master, "
+                        "else local[*]; a local master gets task retries: local[N] runs as local[N,4])")
+    p.add_argument("--spark-memory", metavar="SIZE",
+                   help="spark engine: JVM heap of the driver (in local mode also the executors') and of each "
+                        "executor (default 4g for the driver kcm starts; under spark-submit the driver's is "
+                        "spark-submit's --driver-memory)")
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="spark engine: a Spark setting passed through (repeatable), as spark-submit's --conf")
+    p.add_argument("--spark-log", action="store_true",
+                   help="spark engine: Spark's own logging (start-up lines, warnings) instead of errors only")
     p.add_argument("--workers", type=flags.count(1, 256), default=1, metavar="N",
                    help="local engine: N owner processes, states partitioned by fingerprint (TLC's -workers; "
                         "default 1: this process alone); the same counts and counterexamples")
@@ -70,9 +76,6 @@ def main(args: argparse.Namespace) -> int:
     if args.checkpoint_every < 0:
         print("kcm explore: --checkpoint-every must be 0 or more seconds", file=sys.stderr)
         return 2
-    if args.local_levels < 1:
-        print("kcm explore: --local-levels must be at least 1", file=sys.stderr)
-        return 2
     if args.workers < 1 or args.workers > 256 or args.workers > 1 and (args.engine != "local" or args.walks):
         print("kcm explore: --workers takes 1 to 256, with the local engine's exhaustive search", file=sys.stderr)
         return 2
@@ -104,31 +107,9 @@ def main(args: argparse.Namespace) -> int:
                   file=sys.stderr, flush=True)
 
     if args.engine == "spark":
-        # One Spark session serves either run (BFS or walks); its start, failure and stop are handled once here.
-        from py4j.protocol import Py4JError
-
-        from kcm.checkers import spark_walk
-
-        spark = spark_bfs.spark_session(args.master, args.spark_memory)
-        try:
-            if args.walks is not None:
-                found = spark_walk.walk(explored, spark, args.walks, args.depth, args.seed, progress=walk_progress)
-            else:
-                found = spark_bfs.explore(explored, spark, args.max_states, progress, local_levels=args.local_levels,
-                                          checkpoint=checkpointer, resume=resume)
-        except (OSError, BadCheckpoint) as err:
-            print(f"kcm explore: {err}", file=sys.stderr)
-            return 2
-        except Py4JError:
-            # The JVM failed (most often out of heap); Spark has logged the cause above.
-            print(f"kcm explore: the Spark job failed (see Spark's log above; if it ran out of Java heap, raise "
-                  f"--spark-memory, now {args.spark_memory})", file=sys.stderr)
-            return 2
-        finally:
-            try:
-                spark.stop()
-            except Py4JError:
-                pass  # the JVM is already gone
+        found = _spark(args, explored, checkpointer, resume, progress, walk_progress, stop_at)
+        if isinstance(found, int):
+            return found
     elif args.walks is not None:
         found = walk.walk(explored, args.walks, args.depth, args.seed, progress=walk_progress)
     else:
@@ -235,3 +216,57 @@ def _text(s: dict) -> str:
         lines.append(f"  partial run: no property is violated within {s['distinct_states']:,} states; nothing is "
                      f"shown to hold (exit {PARTIAL})")
     return "\n".join(lines)
+
+
+def _spark(args: argparse.Namespace, explored: Any, checkpointer: Checkpointer | None, resume: Any,
+           progress: Any, walk_progress: Any, stop_at: Any) -> Any:
+    """The run on Spark (BFS or walks): the session's start, failure and stop handled once; an int is an exit code."""
+    try:
+        from py4j.protocol import Py4JError
+        from pyspark.errors import PySparkException
+
+        from kcm.checkers import spark_bfs, spark_walk
+        from kcm.checkers.spark_session import BadMaster, check_conf, spark_session
+    except ImportError as err:
+        print(f"kcm explore: the spark engine needs pyspark and pyarrow ({err})", file=sys.stderr)
+        return 2
+    try:
+        spark = spark_session(args.master, args.spark_memory, check_conf(args.conf), args.spark_log)
+    except BadMaster as err:
+        print(f"kcm explore: {err}", file=sys.stderr)
+        return 2
+    except (Py4JError, PySparkException, OSError) as err:
+        print(f"kcm explore: Spark did not start: {_first_line(err)}", file=sys.stderr)
+        return 2
+    try:
+        if args.walks is not None:
+            return spark_walk.walk(explored, spark, args.walks, args.depth, args.seed, progress=walk_progress)
+        return spark_bfs.explore(explored, spark, args.max_states, progress, checkpoint=checkpointer, resume=resume,
+                                 stop_at=stop_at)
+    except (OSError, BadCheckpoint) as err:
+        print(f"kcm explore: {err}", file=sys.stderr)
+        return 2
+    except (Py4JError, PySparkException) as err:
+        # The JVM failed, or a task failed more often than its retries allow; Spark's own log says more.
+        print(f"kcm explore: the Spark job failed: {_first_line(err)} (if the JVM ran out of heap, raise "
+              f"--spark-memory; --spark-log shows Spark's log)", file=sys.stderr)
+        return 2
+    finally:
+        try:
+            spark.stop()
+        except Py4JError:
+            pass  # the JVM is already gone
+
+
+def _first_line(err: BaseException) -> str:
+    """The telling line of a Spark error, cut short: its Python exception if it carries one, else its first line.
+
+    Spark's messages carry whole stack traces (the JVM's and the Python worker's); the worker's own exception
+    line ("ModuleNotFoundError: No module named 'kcm'") is what says what happened.
+    """
+    import re
+
+    text = str(err).strip().splitlines()
+    causes = [line.strip() for line in text[:400] if re.match(r"\s*[\w.]+(Error|Exception|Exit): ", line)]
+    line = causes[-1] if causes else (text[0] if text else err.__class__.__name__)
+    return line if len(line) <= 300 else line[:300] + "..."
