@@ -1,30 +1,36 @@
-"""Breadth-first search over 64-bit fingerprints: the level loop both engines share, and the local engine.
+"""Breadth-first search over 64-bit fingerprints: the level loop and the local engine.
 
-An engine supplies only how a level is expanded (in this process, or on Spark workers); `search` keeps the
-compact visited set (`checkers/visited.py`), dedupes, records verdicts, applies the bounds, reports progress and
-writes checkpoints at level boundaries. Each level is kept in fingerprint order, so the order in which states are
-expanded, hence every counterexample, does not depend on the engine.
+`search` keeps the compact visited set (`checkers/visited.py`), dedupes, records verdicts, applies the bounds,
+stops at the first violation when asked, reports progress and writes checkpoints at level boundaries. An engine
+supplies only how a level is expanded (`expand_level`): in this process (`explore`), or in owner processes
+(`checkers/workers.py`, which keeps its own loop with the same rules).
+
+The canonical order, which every engine follows so that all print the same counterexample: a level is kept in
+fingerprint order; a state's parent link, and each property's witness, is the least (position of the parent in
+its level, position of the action in `model.actions(parent)`) among the transitions that reach it (witness it)
+at the shallowest depth. `search` takes the least whatever order `expand_level` yields its rows in.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from kcm.checkers.checkpoint import BadCheckpoint, Checkpointer
+from kcm.checkers.checkpoint import BadCheckpoint, Checkpointer, Snapshot
 from kcm.checkers.collector import rare_collections
 from kcm.checkers.verdicts import Exploration, indexed_successors, state_checks, step_checks
-from kcm.checkers.visited import FP, Visited, replay
-from kcm.model.interface import STATE_KINDS, STEP_KINDS
+from kcm.checkers.visited import FP, Visited, replay, replay_levels
+from kcm.model.interface import ALWAYS, STATE_KINDS, STEP, STEP_KINDS
 
-# One successor of a level: (fingerprint, payload shipped in the next frontier, parent's position in the frontier,
-# action's position in model.actions(parent), action, step properties violated, state properties violated (None:
-# not computed yet), sometimes-properties reached).
+# One successor of a level: (fingerprint, state, parent's position in the frontier, action's position in
+# model.actions(parent), action, step properties violated, state properties violated (None: not computed yet),
+# sometimes-properties reached).
 Row = tuple[int, Any, int, int, Any, list[str], list[str] | None, list[str]]
 CHUNK = 4096  # candidates checked against the visited set at once (keeps a level's duplicates from piling up)
+Witness = tuple[int, list[int]]  # (initial-state position, action positions): a path, rebuilt by replay
 
 
 @dataclass
@@ -42,12 +48,21 @@ class Progress:
 ProgressFn = Callable[[Progress], None]
 
 
-def search(model: Any, engine: str, payload: Callable[[Any], Any],
-           expand_level: Callable[[list[tuple[int, Any]]], Iterable[Row]], state_of: Callable[[Any], Any],
+def safety_names(model: Any) -> set[str]:
+    """The names of the model's safety properties (always and step rules): what `stop_at` usually lists."""
+    return {p.name for p in model.properties() if p.expectation in (ALWAYS, STEP)}
+
+
+def search(model: Any, engine: str, expand_level: Callable[[list[Any]], Iterable[Row]],
            max_states: int | None = None, progress: ProgressFn | None = None,
-           checkpoint: Checkpointer | None = None, resume: dict[str, Any] | None = None,
-           progress_every: float = 1.0) -> Exploration:
-    """The level-synchronous loop: seed (or resume), expand each level with `expand_level`, dedupe, record."""
+           checkpoint: Checkpointer | None = None, resume: Snapshot | None = None,
+           progress_every: float = 1.0, stop_at: Collection[str] | None = None) -> Exploration:
+    """The level-synchronous loop: seed (or resume), expand each level with `expand_level`, dedupe, record.
+
+    `stop_at`: property names; the search ends after the first level in which one of them is violated (every
+    violation of that level is still found, so each counterexample is the canonical shortest one). None: the
+    whole boundary is explored.
+    """
     # Only the properties state_checks judges (each state check skips the others anyway).
     props = [p for p in model.properties() if p.expectation in STATE_KINDS]
     found = Exploration(engine)
@@ -56,19 +71,13 @@ def search(model: Any, engine: str, payload: Callable[[Any], Any],
     sizes: list[int] = []  # frontier size of each level, for the estimate of the time left
     expanded = 0
     spent = 0.0  # seconds spent before a resume
-
-    def trace(level: int, index: int) -> list[Any]:
-        root, steps = visited.path(level, index)
-        return replay(model, root, steps)
-
+    witnesses: dict[str, Witness] = {}
     if resume is not None:
-        if resume.get("engine", "local") != "local":
-            raise BadCheckpoint("a checkpoint of the spark engine: resume it with --engine spark")
-        visited = Visited.from_arrays(resume["visited"])
-        frontier = [(fp, payload(s)) for fp, s in zip(resume["frontier_fps"], resume["frontier_states"], strict=True)]
-        found.transitions, found.violations = resume["transitions"], dict(resume["violations"])
-        found.reached = set(resume["reached"])
-        depth, sizes, expanded, spent = resume["depth"], list(resume["sizes"]), resume["expanded"], resume["seconds"]
+        visited, frontier_fps, frontier = resume_frontier(model, resume)
+        meta = resume.meta
+        found.transitions, found.reached = meta["transitions"], set(meta["reached"])
+        witnesses = {name: (root, list(steps)) for name, (root, steps) in meta["witnesses"].items()}
+        depth, sizes, expanded, spent = meta["depth"], list(meta["sizes"]), meta["expanded"], meta["seconds"]
     else:
         inits: dict[int, tuple[int, Any]] = {}
         for i, s in enumerate(model.init_states()):
@@ -78,15 +87,14 @@ def search(model: Any, engine: str, payload: Callable[[Any], Any],
         roots = np.array([i for i, _ in inits.values()], dtype=np.int64)[order]
         visited.add_level(fps[order], roots, np.zeros(len(inits), dtype=np.int64))
         states = list(inits.values())
-        frontier = []
+        frontier, frontier_fps = [], fps[order].tolist()
         for pos, k in enumerate(order.tolist()):
             s = states[k][1]
-            frontier.append((int(fps[k]), payload(s)))
+            frontier.append(s)
             bad, reached = state_checks(model, s, props)
             found.reached.update(reached)
             for name in bad:
-                if name not in found.violations:
-                    found.violations[name] = trace(0, pos)
+                witnesses.setdefault(name, visited.path(0, pos))
         depth = 0
         sizes = [len(frontier)]
     last_report = 0.0
@@ -102,23 +110,34 @@ def search(model: Any, engine: str, payload: Callable[[Any], Any],
         progress(Progress(depth + 1 if frontier else depth, len(visited) + new, len(frontier), seconds, rate,
                           _eta(sizes, len(frontier), level_done, new, expanded + level_done, seconds)))
 
-    while frontier:
+    def stop_now() -> bool:
+        return stop_at is not None and any(name in witnesses for name in stop_at)
+
+    stopped = stop_now()
+    while frontier and not stopped:
         if checkpoint is not None and checkpoint.due():
-            checkpoint.write({"engine": "local",
-                "visited": visited.arrays(), "frontier_fps": [fp for fp, _ in frontier],
-                "frontier_states": [state_of(item) for _, item in frontier], "transitions": found.transitions,
-                "violations": found.violations, "reached": sorted(found.reached), "depth": depth, "sizes": sizes,
-                "expanded": expanded, "seconds": spent + time.perf_counter() - start})
+            checkpoint.write(visited, frontier_fps, {
+                "transitions": found.transitions, "reached": sorted(found.reached),
+                "witnesses": {name: [root, steps] for name, (root, steps) in sorted(witnesses.items())},
+                "depth": depth, "sizes": sizes, "expanded": expanded,
+                "seconds": spent + time.perf_counter() - start})
+        level_start = time.perf_counter()
+        # fingerprint -> (parent, action position, action, state, state properties violated or None)
         pending: dict[int, tuple[int, int, Any, Any, list[str] | None]] = {}
+        level_best: dict[str, tuple[int, int]] = {}  # step property -> least (parent, action position)
         unchecked: list[int] = []
         parent = 0
         for n, (nfp, item, parent, aidx, action, bad_step, bad, reached) in enumerate(expand_level(frontier)):
             found.transitions += 1
-            found.reached.update(reached)
+            if reached:
+                found.reached.update(reached)
             for name in bad_step:
-                if name not in found.violations:
-                    found.violations[name] = trace(depth, parent) + [action]
-            if nfp in pending:
+                if name not in witnesses and level_best.get(name, (parent, aidx)) >= (parent, aidx):
+                    level_best[name] = (parent, aidx)
+            old = pending.get(nfp)
+            if old is not None:
+                if (old[0], old[1]) > (parent, aidx):  # an engine that yields out of order: keep the least link
+                    pending[nfp] = (parent, aidx, action, item, bad)
                 continue
             pending[nfp] = (parent, aidx, action, item, bad)
             unchecked.append(nfp)
@@ -132,31 +151,73 @@ def search(model: Any, engine: str, payload: Callable[[Any], Any],
         fps = np.fromiter(pending, dtype=FP, count=len(pending))
         order = np.argsort(fps, kind="stable")
         rows = list(pending.values())
-        for parent, _, action, item, bad in rows:
+        for parent, aidx, _, item, bad in rows:
             if bad is None:  # checked here, once per new state, when the engine did not
-                bad, reached = state_checks(model, state_of(item), props)
+                bad, reached = state_checks(model, item, props)
                 found.reached.update(reached)
             for name in bad:
-                if name not in found.violations:
-                    found.violations[name] = trace(depth, parent) + [action]
+                if name not in witnesses and level_best.get(name, (parent, aidx)) >= (parent, aidx):
+                    level_best[name] = (parent, aidx)
+        for name, (parent, aidx) in level_best.items():
+            root, steps = visited.path(depth, parent)
+            witnesses[name] = (root, steps + [aidx])
         if rows:
             visited.add_level(fps[order], np.array([r[0] for r in rows], dtype=np.int64)[order],
                               np.array([r[1] for r in rows], dtype=np.int64)[order])
-        frontier = [(fp, rows[k][3]) for fp, k in zip(fps[order].tolist(), order.tolist(), strict=True)]
+        frontier = [rows[k][3] for k in order.tolist()]
+        frontier_fps = fps[order].tolist()
+        found.levels.append((len(rows), time.perf_counter() - level_start))
         if frontier:
             depth += 1
             sizes.append(len(frontier))
         report(0, 0)
+        stopped = stop_now()
         if max_states is not None and len(visited) >= max_states and frontier:
             found.complete = False
             break
     report(0, 0, force=True)  # the last line shows where the search ended
+    if stopped and frontier:
+        found.complete = False
+        found.stopped = True
+    found.violations = {name: replay(model, root, steps) for name, (root, steps) in sorted(witnesses.items())}
     found.distinct_states = len(visited)
     found.depth = depth
     found.seconds = spent + time.perf_counter() - start
     found.bytes_per_state = visited.nbytes() / max(1, len(visited))
     found.visited = visited
     return found
+
+
+def resume_frontier(model: Any, snapshot: Snapshot) -> tuple[Visited, list[int], list[Any]]:
+    """The visited set and the frontier of a checkpoint, the frontier's states rebuilt by replaying its levels.
+
+    Every rebuilt state's fingerprint must be a visited one and the last level's must be the saved frontier:
+    a body that does not hang together is refused (BadCheckpoint), never resumed.
+    """
+    if not isinstance(snapshot, Snapshot):
+        raise BadCheckpoint("not a checkpoint of the local engine")
+    try:
+        visited = Visited.from_arrays(snapshot.arrays)
+    except ValueError as err:
+        raise BadCheckpoint(f"{snapshot.path}: the visited set is malformed ({err})") from None
+    want = snapshot.arrays.get("frontier")
+    meta = snapshot.meta
+    if want is None or want.dtype != FP or want.ndim != 1:
+        raise BadCheckpoint(f"{snapshot.path}: the body has no frontier")
+    if meta["sizes"] != [p.size for p in visited.parents]:
+        raise BadCheckpoint(f"{snapshot.path}: the level sizes do not match the parent links")
+    try:
+        for name, (root, steps) in meta["witnesses"].items():
+            if len(steps) > meta["depth"]:
+                raise ValueError(f"the witness of {name} is longer than the search is deep")
+            replay(model, root, steps)
+        states = replay_levels(model, visited)
+    except (IndexError, ValueError, RuntimeError) as err:
+        raise BadCheckpoint(f"{snapshot.path}: the parent links do not replay ({err})") from None
+    fps = np.fromiter((model.fingerprint(s) for s in states), dtype=FP, count=len(states))
+    if fps.size != want.size or not np.array_equal(fps, want):
+        raise BadCheckpoint(f"{snapshot.path}: the saved frontier is not the last level of the visited set")
+    return visited, want.tolist(), states
 
 
 def _drop_seen(visited: Visited, pending: dict[int, Any], keys: list[int]) -> None:
@@ -186,18 +247,27 @@ def _eta(sizes: list[int], frontier: int, done: int, new: int, expanded: int, se
     return (left + nxt / (1.0 - ratio)) * per_state
 
 
-def explore(model: Any, max_states: int | None = None, progress: ProgressFn | None = None,
-            checkpoint: Checkpointer | None = None, resume: dict[str, Any] | None = None) -> Exploration:
-    """Explore every state reachable inside the boundary in this process, checking every property."""
+def expander(model: Any) -> Callable[[list[Any]], Iterable[Row]]:
+    """The local engine's `expand_level`: every kept successor of every frontier state, with its step checks."""
     props = [p for p in model.properties() if p.expectation in STEP_KINDS]  # the ones step_checks judges
     fingerprint = model.fingerprint
 
-    def expand_level(frontier: list[tuple[int, Any]]) -> Iterable[Row]:
-        for pos, (_, state) in enumerate(frontier):
+    def expand_level(frontier: list[Any]) -> Iterable[Row]:
+        for pos, state in enumerate(frontier):
             for aidx, action, nxt, effects in indexed_successors(model, state):
                 bad_step, reached = step_checks(model, state, action, nxt, effects, props)
                 yield fingerprint(nxt), nxt, pos, aidx, action, bad_step, None, reached
 
+    return expand_level
+
+
+def explore(model: Any, max_states: int | None = None, progress: ProgressFn | None = None,
+            checkpoint: Checkpointer | None = None, resume: Snapshot | None = None,
+            stop_at: Collection[str] | None = None) -> Exploration:
+    """Explore every state reachable inside the boundary in this process, checking every property.
+
+    `stop_at` (property names) ends the search after the first level that violates one of them.
+    """
     with rare_collections():
-        return search(model, "local", lambda s: s, expand_level, lambda s: s, max_states, progress, checkpoint,
-                      resume)
+        return search(model, "local", expander(model), max_states, progress, checkpoint, resume,
+                      stop_at=stop_at)

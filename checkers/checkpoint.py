@@ -1,78 +1,227 @@
-"""Checkpoints of a breadth-first search: written atomically at level boundaries, read back by `--resume`.
+"""Checkpoints of a breadth-first search: a safe, versioned file, written atomically at level boundaries.
 
-A checkpoint holds everything the level loop needs to go on: the visited arrays, the frontier (as states, so
-either engine can resume it), the verdicts and counters so far, the depth, the time already spent, and the
-configuration it belongs to (a checkpoint of another configuration is refused).
+The file is one line of JSON (the header), then the body. The header names the format, the kcm release, the
+engine, the identity of the configuration (a SHA-256 of its JSON without `description`, with the reduction in
+use) and the body's length and SHA-256. The body is a NumPy `.npz` archive of plain arrays, read with pickle
+off: the visited fingerprints, each level's parent and action positions, the frontier's fingerprints, and the
+counters and witnesses as JSON bytes. No state is stored: the frontier's states are rebuilt by replaying the
+parent links (`visited.replay_levels`), and must come out with the saved fingerprints. So loading a file can
+run no code, and a file that is damaged, foreign or does not hang together is refused (BadCheckpoint), never
+resumed.
+
+A write goes to a temporary file beside the target (fsync), which is then renamed over it (and the folder
+synced): a reader sees the old checkpoint or the whole new one. A temporary file left by a run killed during a
+write is removed when the next run on the same path starts.
 """
 
 from __future__ import annotations
 
+import hashlib
+import io
+import json
+import math
 import os
-import pickle
 import tempfile
 import time
+import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-# Parent links hold positions in model.actions(state): a release that offers actions differently must bump this,
-# or an older checkpoint would replay the wrong actions (2: provably idle actions are no longer offered).
-FORMAT = "kcm-explore-checkpoint/3"  # 3: fingerprints combined from the parts
+import numpy as np
+
+# Parent links hold positions in model.actions(state), so a checkpoint is read only by the release that wrote it.
+FORMAT = "kcm-explore-checkpoint/4"  # 4: header + npz body, no pickle; frontier rebuilt by replay
+MAX_HEADER = 4096  # bytes of the header line at most
+_HEADER_KEYS = {"format": str, "kcm": str, "engine": str, "config": str, "body_bytes": int, "body_sha256": str}
+_TEMP_SUFFIX = ".tmp"
 
 
 class BadCheckpoint(ValueError):
-    """A checkpoint that cannot be resumed; the message says why."""
+    """A checkpoint that cannot be resumed; the message says why (one line, naming the file)."""
+
+
+@dataclass
+class Snapshot:
+    """A checkpoint read back: the arrays of its body and its JSON counters (`meta`)."""
+
+    path: str
+    engine: str
+    meta: dict[str, Any]
+    arrays: dict[str, np.ndarray]
+
+
+def kcm_version() -> str:
+    """The installed kcm release (what a checkpoint records and must match on resume)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("kcm")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def config_identity(cfg: dict[str, Any], reduction: str = "none") -> str:
+    """The SHA-256 naming a configuration for checkpoints: its JSON without `description`, and the reduction."""
+    significant = {k: v for k, v in cfg.items() if k != "description"}
+    text = json.dumps({"config": significant, "reduction": reduction}, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 class Checkpointer:
     """Writes a checkpoint to one file at most once every `every` seconds (0: at every level)."""
 
-    def __init__(self, path: str | Path, every: float, key: Any) -> None:
+    def __init__(self, path: str | Path, every: float, identity: str, engine: str = "local") -> None:
+        if not str(path):
+            raise BadCheckpoint("--checkpoint: an empty file name")
         self.path = Path(path)
         self.every = every
-        self.key = key
+        self.identity = identity
+        self.engine = engine
         self.last = time.monotonic()
         self.written = 0
+        clean_temporaries(self.path)
 
     def due(self) -> bool:
         """Whether a level boundary now should write a checkpoint."""
         return time.monotonic() - self.last >= self.every
 
-    def write(self, snapshot: dict[str, Any]) -> None:
-        """Write the snapshot atomically: to a temporary file in the same folder, then rename over the target."""
-        save(self.path, dict(snapshot, format=FORMAT, key=self.key))
+    def write(self, visited: Any, frontier: list[int], meta: dict[str, Any]) -> None:
+        """Write the visited set, the frontier's fingerprints and the counters as one checkpoint, atomically."""
+        arrays = dict(visited.arrays())
+        arrays["frontier"] = np.asarray(frontier, dtype=np.uint64)
+        arrays["meta"] = np.frombuffer(json.dumps(meta, sort_keys=True).encode(), dtype=np.uint8)
+        body = io.BytesIO()
+        np.savez(body, **arrays)
+        save(self.path, self.header(body.getvalue()), body.getvalue())
         self.last = time.monotonic()
         self.written += 1
 
+    def header(self, body: bytes) -> bytes:
+        """The header line of a checkpoint with this body."""
+        head = {"format": FORMAT, "kcm": kcm_version(), "engine": self.engine, "config": self.identity,
+                "body_bytes": len(body), "body_sha256": hashlib.sha256(body).hexdigest()}
+        return json.dumps(head, sort_keys=True).encode() + b"\n"
 
-def save(path: Path, data: dict[str, Any]) -> None:
-    """Pickle `data` to `path` so that a reader sees the old file or the whole new one, never a torn one."""
+
+def clean_temporaries(path: Path) -> None:
+    """Remove the temporary files a killed write to `path` left behind."""
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        return
+    for stale in folder.glob(f".{path.name}.*{_TEMP_SUFFIX}"):
+        stale.unlink(missing_ok=True)
+
+
+def save(path: Path, header: bytes, body: bytes) -> None:
+    """Write header + body to `path` so that a reader sees the old file or the whole new one, never a torn one."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=_TEMP_SUFFIX, dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as out:
-            pickle.dump(data, out, protocol=5)
+            out.write(header)
+            out.write(body)
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    try:  # the rename itself survives a crash only once the folder is synced
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dir_fd)
+    except OSError:
+        pass  # some file systems do not sync folders; the rename is still atomic
+    finally:
+        os.close(dir_fd)
 
 
-def load(path: str | Path, key: Any) -> dict[str, Any]:
-    """The checkpoint in `path`, checked to belong to the configuration `key`; BadCheckpoint otherwise."""
+def load(path: str | Path, identity: str, engine: str = "local") -> Snapshot:
+    """The checkpoint in `path`, checked whole; BadCheckpoint (naming the file and the problem) otherwise."""
+    name = str(path)
+    if not name:
+        raise BadCheckpoint("--resume: an empty file name")
     try:
         with open(path, "rb") as inp:
-            data = pickle.load(inp)
+            line = inp.readline(MAX_HEADER + 1)
+            if not line.endswith(b"\n"):
+                raise BadCheckpoint(f"{name}: not a kcm explore checkpoint (no header line)")
+            head = _header(name, line)
+            body = inp.read(head["body_bytes"] + 1)
+    except IsADirectoryError:
+        raise BadCheckpoint(f"{name}: a folder, not a checkpoint file") from None
     except FileNotFoundError:
-        raise BadCheckpoint(f"no checkpoint file {str(path)!r}") from None
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError) as err:
-        raise BadCheckpoint(f"{path}: not a kcm explore checkpoint ({err.__class__.__name__})") from None
-    if not isinstance(data, dict) or not str(data.get("format", "")).startswith("kcm-explore-checkpoint/"):
-        raise BadCheckpoint(f"{path}: not a kcm explore checkpoint (format {FORMAT} expected)")
-    if data["format"] != FORMAT:
-        raise BadCheckpoint(f"{path}: a checkpoint of format {data['format']}, written by another kcm release "
-                            f"(this one reads {FORMAT}); run the exploration again")
-    if data.get("key") != key:
-        raise BadCheckpoint(f"{path}: written for another configuration; resume with the config it was made with")
-    return data
+        raise BadCheckpoint(f"{name}: no such checkpoint file") from None
+    except OSError as err:
+        raise BadCheckpoint(f"{name}: cannot be read ({err.strerror or err.__class__.__name__})") from None
+    if head["format"] != FORMAT:
+        raise BadCheckpoint(f"{name}: a checkpoint of format {head['format']!r}; this kcm reads {FORMAT}")
+    if head["kcm"] != kcm_version():
+        raise BadCheckpoint(f"{name}: written by kcm {head['kcm']}, this is kcm {kcm_version()}; run it again")
+    if head["config"] != identity:
+        raise BadCheckpoint(f"{name}: written for another configuration (or reduction); resume with the one it "
+                            f"was made with")
+    if head["engine"] != engine:
+        raise BadCheckpoint(f"{name}: written by the {head['engine']} engine; resume it with that engine")
+    if len(body) != head["body_bytes"]:
+        more = " or more" if len(body) > head["body_bytes"] else ""
+        raise BadCheckpoint(f"{name}: the body has {len(body)} bytes{more}, the header says {head['body_bytes']} "
+                            f"(cut or appended to)")
+    if hashlib.sha256(body).hexdigest() != head["body_sha256"]:
+        raise BadCheckpoint(f"{name}: the body's SHA-256 does not match the header (the file is damaged)")
+    arrays = _arrays(name, body)
+    meta = _meta(name, arrays.pop("meta", None))
+    return Snapshot(name, head["engine"], meta, arrays)
+
+
+def _header(name: str, line: bytes) -> dict[str, Any]:
+    """The header line, parsed and type-checked."""
+    try:
+        head = json.loads(line.decode("ascii"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        raise BadCheckpoint(f"{name}: not a kcm explore checkpoint (its header is not JSON)") from None
+    if not isinstance(head, dict) or set(head) != set(_HEADER_KEYS) or not all(
+            type(head[k]) is t for k, t in _HEADER_KEYS.items()):
+        raise BadCheckpoint(f"{name}: not a kcm explore checkpoint (header keys {sorted(_HEADER_KEYS)} expected)")
+    if head["body_bytes"] < 0:
+        raise BadCheckpoint(f"{name}: header: body_bytes is negative")
+    return head
+
+
+def _arrays(name: str, body: bytes) -> dict[str, np.ndarray]:
+    """The body's arrays (pickle off: an object array is refused)."""
+    try:
+        with np.load(io.BytesIO(body), allow_pickle=False) as archive:
+            return {key: archive[key] for key in archive.files}
+    except (ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile, NotImplementedError) as err:
+        raise BadCheckpoint(f"{name}: the body is not an array archive kcm wrote ({err.__class__.__name__})") from None
+
+
+def _meta(name: str, raw: np.ndarray | None) -> dict[str, Any]:
+    """The counters and witnesses, type-checked."""
+    if raw is None or raw.dtype != np.uint8 or raw.ndim != 1:
+        raise BadCheckpoint(f"{name}: the body has no counters")
+    try:
+        meta = json.loads(raw.tobytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        raise BadCheckpoint(f"{name}: the body's counters are not JSON") from None
+
+    def count(v: Any) -> bool:
+        return type(v) is int and v >= 0
+
+    ok = isinstance(meta, dict) and count(meta.get("transitions")) and count(meta.get("depth")) \
+        and count(meta.get("expanded")) and type(meta.get("seconds")) in (int, float) \
+        and math.isfinite(meta["seconds"]) and meta["seconds"] >= 0 \
+        and isinstance(meta.get("sizes"), list) and all(count(s) for s in meta["sizes"]) \
+        and isinstance(meta.get("reached"), list) and all(isinstance(r, str) for r in meta["reached"]) \
+        and isinstance(meta.get("witnesses"), dict) and all(
+            isinstance(w, list) and len(w) == 2 and count(w[0]) and isinstance(w[1], list)
+            and all(count(i) for i in w[1]) for w in meta["witnesses"].values())
+    if not ok:
+        raise BadCheckpoint(f"{name}: the body's counters are malformed")
+    if len(meta["sizes"]) != meta["depth"] + 1:
+        raise BadCheckpoint(f"{name}: {len(meta['sizes'])} level sizes for depth {meta['depth']}")
+    return meta

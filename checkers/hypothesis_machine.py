@@ -22,6 +22,7 @@ from typing import Any
 from hypothesis import HealthCheck, assume, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
+from kcm.checkers import evidence
 from kcm.model.actions import CONTRACT_OPS, CreateTopic, PartitionTransition, ReplicaTransition
 from kcm.model.cluster import NO_CONTROLLER, ClusterConfig
 from kcm.model.errors import KcmError
@@ -106,9 +107,10 @@ def write_scenario(doc: dict[str, Any], directory: str | None = None, stem: str 
 class PropertyViolation(AssertionError):
     """A property or the refusal rule failed; the message holds the replayable scenario."""
 
-    def __init__(self, message: str, prop: str | None = None) -> None:
+    def __init__(self, message: str, prop: str | None = None, evidence: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.prop = prop  # the property's name; None when the refusal rule or next_state broke
+        self.evidence = evidence  # checkers.evidence of the accepted steps, when the model replays from one state
 
 
 # -- argument strategies of the contract ops, derived from the config --------------------------
@@ -308,8 +310,20 @@ def build_machine(model: Model, *, name: str = "ModelMachine", contract_ops: boo
         doc = scenario_document(config, self.trace, f"{name}: {why}")
         # One file per machine, overwritten by each failing attempt: the last one written is the shrunk one.
         path = write_scenario(doc, scenario_dir, f"{name}-{os.getpid()}")
-        raise PropertyViolation(f"{why}\nreplay with: kcm run {path}\n{json.dumps(doc, indent=2)}",
-                                None if prop is None else prop.name)
+        found = _evidence(prop, [a for a, refused in self.trace if refused is None])
+        witness = "" if not found or not found["witness"]["entries"] else (
+            "witness: " + "; ".join(e["what"] for e in found["witness"]["entries"]) + "\n")
+        raise PropertyViolation(f"{why}\n{witness}replay with: kcm run {path}\n{json.dumps(doc, indent=2)}",
+                                None if prop is None else prop.name, found)
+
+    def _evidence(prop: Property | None, accepted: list) -> dict[str, Any] | None:
+        """The evidence of a property's failure, when the accepted steps replay from the one initial state."""
+        if prop is None or len(init_states) != 1:
+            return None
+        try:
+            return evidence.build(model, prop.name, accepted)
+        except (KcmError, KeyError, AttributeError, TypeError, IndexError):
+            return None  # a model the evidence cannot replay or name: the scenario is the evidence
 
     def start(self: Any, state: Any, setup: list) -> None:
         self.current = state

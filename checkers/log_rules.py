@@ -15,7 +15,8 @@ from collections.abc import Iterable
 from typing import BinaryIO, NamedTuple
 
 from kcm.checkers import statechange_log as scl
-from kcm.model.tables import RuleSet, rule_set
+from kcm.model.strictjson import bounded_lines
+from kcm.model.tables import ORACLE_RULES, RuleSet, rule_set
 
 # --kafka-version values and the format family each one's lines come in (1.x spans both: 1.0 wrote the legacy
 # messages, 1.1 introduced the prefixed ones).
@@ -92,6 +93,8 @@ class Report(NamedTuple):
     warnings: int
     first_violation: Finding | None
     first_warnings: list[Finding]
+    unreadable_lines: int = 0  # lines skipped because they could not be read (over-long, absurd numbers)
+    first_unreadable: tuple[int, ...] = ()  # the first few of their line numbers
 
     @property
     def ok(self) -> bool:
@@ -262,7 +265,7 @@ def detect_version(witnessed: Iterable[str]) -> str:
 
 def default_rules(version: str) -> str:
     """The rule set a log of that (given or detected) version is checked against when --rules is not given."""
-    return "kafka-0.8" if version in ("0.8", scl.V08) else "kafka"
+    return "kafka-0.8" if version in ("0.8", scl.V08) else ORACLE_RULES
 
 
 def check_events(events: Iterable[scl.Event], stats: scl.ReadStats, kafka_version: str = "auto",
@@ -309,7 +312,8 @@ def check_events(events: Iterable[scl.Event], stats: scl.ReadStats, kafka_versio
 def check_file(fh: BinaryIO, kafka_version: str = "auto", rules: str | None = None) -> Report:
     """Check an open (binary) state-change log file, streaming."""
     stats = scl.ReadStats()
-    return check_events(scl.read_events(scl.decode_lines(fh), stats), stats, kafka_version, rules)
+    report = check_events(scl.read_events(scl.file_lines(fh), stats), stats, kafka_version, rules)
+    return report._replace(unreadable_lines=stats.unreadable, first_unreadable=tuple(stats.unreadable_at))
 
 
 def report_dict(report: Report) -> dict:
@@ -323,6 +327,7 @@ def report_dict(report: Report) -> dict:
         "partitions_seen": report.partitions_seen,
         "detected_version": report.detected_version, "rules": report.rules, "violations": report.violations,
         "warnings": report.warnings, "first_violation": finding(report.first_violation),
+        "unreadable_lines": report.unreadable_lines, "first_unreadable": list(report.first_unreadable),
         "first_warnings": [finding(w) for w in report.first_warnings],
     }
 
@@ -330,7 +335,7 @@ def report_dict(report: Report) -> dict:
 def line_text(fh: BinaryIO, number: int, limit: int = 2000) -> str:
     """The text of physical line `number` (1-based) of a binary file, decoded with replacement and cut to limit."""
     fh.seek(0)
-    for n, raw in enumerate(fh, 1):
+    for n, (raw, _) in enumerate(bounded_lines(fh, limit), 1):
         if n == number:
-            return raw.decode("utf-8", "replace").rstrip("\r\n")[:limit]
+            return raw.decode("utf-8", "replace").rstrip("\r\n")
     return ""

@@ -18,6 +18,7 @@ from importlib import resources
 from typing import Any, NamedTuple
 
 import jsonschema
+from kcm.model import strictjson
 from kcm.model.states import PartitionState, ReplicaState
 from kcm.model.tables import RuleSet
 
@@ -97,7 +98,11 @@ class Verdict(NamedTuple):
         return (f"line {self.line}: {self.rule}\nevent: {json.dumps(self.event, sort_keys=True)}\n"
                 f"state before: {json.dumps(self.state_before, sort_keys=True)}")
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> str:
+        """The verdict as a JSON document (a string)."""
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    def to_dict(self) -> dict[str, Any]:
         """The verdict as JSON-ready data."""
         return {"ok": self.ok, "malformed": self.malformed, "line": self.line or None, "rule": self.rule or None,
                 "event": self.event, "state_before": self.state_before, "events": self.events}
@@ -120,7 +125,7 @@ def _validator(kind: str) -> jsonschema.Draft202012Validator:
     # Validating against the one definition the event's type selects gives a precise message, where the
     # top-level oneOf would only say "not valid under any of the given schemas".
     schema = _schema()
-    return jsonschema.Draft202012Validator(
+    return strictjson.validator(
         {"$schema": schema["$schema"], "$defs": schema["$defs"], "$ref": f"#/$defs/{_DEF_OF_TYPE.get(kind, kind)}"})
 
 
@@ -162,7 +167,7 @@ def _compile(node: dict[str, Any], defs: dict[str, Any]) -> Check:
         low = node["minimum"]
         checks.append(lambda v: type(v) is int and v >= low)
     if "pattern" in node:
-        pat = re.compile(node["pattern"])
+        pat = strictjson.ecma_pattern(node["pattern"])
         checks.append(lambda v: isinstance(v, str) and pat.search(v) is not None)
     if "items" in node:
         item = _compile(node["items"], defs)
@@ -219,15 +224,17 @@ def schema_error(ev: Any) -> str:
     if not isinstance(ev, dict):
         return f"an event is a JSON object, not {type(ev).__name__}"
     kinds = _schema()["properties"]["type"]["enum"]
-    if ev.get("type") not in kinds:
-        return f"'type' must be one of {', '.join(kinds)}; got {ev.get('type')!r}"
+    if not isinstance(ev.get("type"), str) or ev["type"] not in kinds:
+        return f"'type' must be one of {', '.join(kinds)}; got {strictjson.cut(ev.get('type'))}"
     if _fast_check(ev["type"])(ev):
         return ""
     err = jsonschema.exceptions.best_match(_validator(ev["type"]).iter_errors(ev))
     if err is None:
         return ""
+    while err.context:
+        err = jsonschema.exceptions.best_match(err.context)
     where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path)
-    return f"{ev['type']}{where}: {err.message}"
+    return f"{ev['type']}{where}: {strictjson.describe(err)}"
 
 
 def parse_line(text: str) -> tuple[dict[str, Any] | None, str]:
@@ -237,11 +244,9 @@ def parse_line(text: str) -> tuple[dict[str, Any] | None, str]:
     except UnicodeEncodeError:  # bytes that were not UTF-8 arrive as lone surrogates (surrogateescape)
         return None, "undecodable bytes: a trace is UTF-8 text"
     try:
-        ev = json.loads(text)
-    except ValueError as exc:  # JSONDecodeError, and UnicodeDecodeError for undecodable bytes
-        return None, f"not JSON ({exc})"
-    except RecursionError:
-        return None, "not JSON (nested too deeply)"
+        ev = strictjson.loads(text)
+    except strictjson.InputError as exc:
+        return None, f"not JSON: {exc}"
     reason = schema_error(ev)
     return (None, reason) if reason else (ev, "")
 
@@ -331,7 +336,7 @@ class Replay:
         return view["leader"] == broker, view["leader_epoch"]
 
     def _log(self, partition: str, broker: int) -> dict[str, int]:
-        return self.logs.get(f"{partition}/{broker}", {})
+        return self.logs.get(f"{partition}@{broker}", {})
 
     def _hw_rules(self, partition: str, broker: int, leo: int, hw: int, who: str) -> str:
         """HW <= LEO; on a leader the HW never decreases within its leader epoch."""
@@ -345,7 +350,7 @@ class Replay:
         return ""
 
     def _set_log(self, partition: str, broker: int, leo: int, hw: int) -> None:
-        log = self.logs.setdefault(f"{partition}/{broker}", {})
+        log = self.logs.setdefault(f"{partition}@{broker}", {})
         leads, epoch = self._leads(partition, broker)
         log.update(leo=leo, hw=hw)
         if leads:
@@ -380,7 +385,7 @@ class Replay:
         return ""
 
     def _replica_state_change(self, ev: dict[str, Any]) -> str:
-        key = f"{ev['partition']}/{ev['replica']}"
+        key = f"{ev['partition']}@{ev['replica']}"
         cur = self.replicas.get(key, ReplicaState.NON_EXISTENT)
         if cur != ev["from"]:
             return f"TraceConsistent: replica table: {key} is in {cur}, not {ev['from']}"
@@ -484,7 +489,7 @@ class Replay:
             elif ev["request"] == "StopReplica":
                 view.pop(p["partition"], None)
                 if p.get("delete"):
-                    self.logs.pop(f"{p['partition']}/{broker}", None)
+                    self.logs.pop(f"{p['partition']}@{broker}", None)
             elif "leader" in p:
                 self._record_leader(p)
         return ""
@@ -498,7 +503,7 @@ class Replay:
         self.applied_epoch.pop(broker, None)
         self.broker_view.pop(broker, None)
         for key, log in self.logs.items():
-            if key.endswith(f"/{broker}"):
+            if key.endswith(f"@{broker}"):
                 log.pop("hw_epoch", None)
         return ""
 
@@ -617,7 +622,27 @@ def check_events(events: Iterable[dict[str, Any]], rules: RuleSet) -> Verdict:
     return check_lines((json.dumps(e, default=repr) for e in events), rules)
 
 
+# An event is a few hundred bytes; a longer line is not one (documented in docs/robustness.md).
+MAX_LINE_BYTES = 1 << 20
+
+
 def check_file(path: str, rules: RuleSet) -> Verdict:
-    """Replay a trace file; undecodable bytes make their line malformed, an unreadable file raises OSError."""
-    with open(path, encoding="utf-8", errors="surrogateescape") as fh:
-        return check_lines(fh, rules)
+    """Replay a trace file, reading lines of bounded length; undecodable bytes or an over-long line make their
+    line malformed, a file without a single event is malformed, an unreadable file raises OSError."""
+    checker = TraceChecker(rules)
+    number = 0
+    with open(path, "rb") as fh:
+        try:
+            for raw, whole in strictjson.bounded_lines(fh, MAX_LINE_BYTES):
+                number += 1
+                if not whole:
+                    return Verdict(False, number, None, f"a line longer than {MAX_LINE_BYTES:,} bytes",
+                                   malformed=True, events=checker.events)
+                if checker.feed_line(raw.decode("utf-8", "surrogateescape")) is not None:
+                    break
+        except strictjson.InputError as err:
+            return Verdict(False, number + 1, None, str(err), malformed=True, events=checker.events)
+    verdict = checker.verdict()
+    if verdict.ok and verdict.events == 0:
+        return Verdict(False, max(number, 1), None, "no events: an empty trace proves nothing", malformed=True)
+    return verdict

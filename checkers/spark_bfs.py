@@ -1,302 +1,436 @@
-"""The Spark engine: states partitioned by fingerprint, each partition closing locally over several levels per round.
+"""The Spark engine: breadth-first search with delayed duplicate detection in Spark SQL.
 
-Partition i owns the states whose fingerprint is i modulo P. It keeps, as one Python object in a cached RDD
-(never shuffled), what it visited: fingerprint -> (distance, parent fingerprint, action position), the states it
-still has to expand, its verdicts and a cache of what it already sent. One Spark round = one job: each partition
-takes the candidates sent to it, then expands its own states level after level (up to `local_levels` levels, and
-only while its local frontier stays under `budget`) and ships the successors it does not own; only those are
-shuffled, through a partitioner shared with the stores, so the stores stay in place. The driver collects a few
-counters per partition and round; it never sees a state.
+Nothing of the search lives in a Python process between levels. The visited set is a DataFrame of
+`(fp, parent, aidx)` int64/int32 rows held by the JVM, hash-partitioned by fingerprint; the frontier is a
+DataFrame `(fp, pkey, aidx, state)` whose states travel as the model's compact bytes. One level:
 
-Expanding several levels locally breaks the breadth-first order, so distances are label-corrected: a state
-reached again by a shorter path takes the shorter distance and parent and is expanded again (its transitions and
-verdicts are counted once, on the first expansion). When no partition has work left, every distance is the
-shortest, so the depth, counts and shortest-counterexample lengths equal the local engine's. With a state bound
-(`max_states`) the rounds go one level at a time (`local_levels=1`), so a partial run stops at the same level.
-Counterexamples are rebuilt by following parent links partition by partition (one small job per step).
+1. `mapInArrow` expands the frontier in the Python workers: each state's own properties are checked (every
+   frontier state is new, so exactly once), then its successors are computed and their step properties checked.
+   A batch sends each successor fingerprint once (its least parent), and one summary row of counters and the
+   least witness of each property it saw violated.
+2. In the JVM the successors are reduced to one row per fingerprint (the least `(pkey, aidx)`: the parent first
+   in fingerprint order, then the first action, which is the local engine's first discovery), and a `left_anti`
+   join against the visited set drops the ones seen before. What is left is the next frontier; its parent links
+   join the visited set.
+
+Fingerprints are unsigned 64-bit numbers; Spark's long is signed, so a fingerprint `u` is stored as the long
+with the same bits, and ordered by `pkey = u - 2^63` (signed order of that key is the unsigned order of `u`).
+So every choice the local engine makes by position in a fingerprint-sorted level is made here by `pkey`, and the
+counts, depth, verdicts and counterexamples (the first found in that order, at the least depth) are the local
+engine's. Counterexamples are rebuilt by following parent links in the visited DataFrame, one small query per
+step back.
 """
 
 from __future__ import annotations
 
-import os
-import sys
-import tempfile
+import json
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from kcm.checkers.bfs import Progress, ProgressFn, _eta
 from kcm.checkers.checkpoint import BadCheckpoint, Checkpointer
 from kcm.checkers.collector import rare_collections
+from kcm.checkers.spark_session import DEFAULT_MEMORY, spark_session
 from kcm.checkers.verdicts import Exploration, indexed_successors, state_checks, step_checks
 from kcm.checkers.visited import replay
 from kcm.model.fingerprint import decode, encode
+from kcm.model.interface import STATE_KINDS, STEP_KINDS
+from pyspark.accumulators import AccumulatorParam
 
-NO_PARENT = -1
-# A candidate shipped to its owner: (distance, parent fingerprint or NO_PARENT, action position or initial-state
-# position, encoded state).
-Candidate = tuple[int, int, int, bytes]
+__all__ = ["DEFAULT_MEMORY", "explore", "spark_session", "LevelTiming"]
+
+NO_PARENT = -1  # a root's parent in the visited set (its aidx is then its position in model.init_states())
+TWO63 = 1 << 63
+TWO64 = 1 << 64
+FRONTIER = "fp long, pkey long, aidx int, parent long, state binary"
+NAMES = ["fp", "pkey", "aidx", "parent", "state"]
+VISITED = "fp long, parent long, aidx int"
+COMPACT_EVERY = 4  # levels whose parent links stay views of the levels' own blocks before being copied slim
 
 
-DEFAULT_MEMORY = "4g"
+def to_long(fp: int) -> int:
+    """The signed 64-bit value with the bits of the unsigned fingerprint `fp` (how Spark stores it)."""
+    return fp - TWO64 if fp >= TWO63 else fp
 
 
-def spark_session(master: str = "local[*]", memory: str = DEFAULT_MEMORY) -> Any:
-    """A quiet Spark session whose Python workers run this interpreter, with `memory` of JVM heap for the driver.
+def to_fp(value: int) -> int:
+    """The unsigned fingerprint stored as the long `value`."""
+    return value + TWO64 if value < 0 else value
 
-    In local mode the executors live in the driver's JVM, so the driver's heap holds every cached partition
-    store and each round's shuffle: Spark's default 1g runs out on large spaces (about 650,000 states).
+
+def order_key(value: int) -> int:
+    """A long whose signed order is the unsigned order of the fingerprint stored as `value`."""
+    return value - TWO63 if value >= 0 else value + TWO63
+
+
+@dataclass
+class LevelTiming:
+    """One level's figures, for the benchmark: states visited before it, its frontier, its seconds."""
+
+    level: int
+    visited: int
+    frontier: int
+    seconds: float
+    expand_seconds: float  # the job that ran the Python expansion
+    dedupe_seconds: float  # the jobs in the JVM: reduce, anti-join, visited update, counts
+
+
+@dataclass
+class _Witnesses:
+    """The least witness per property seen so far in one expansion: key -> (order tuple, payload)."""
+
+    best: dict[str, tuple[tuple[int, int], list[int]]] = field(default_factory=dict)
+
+    def offer(self, name: str, order: tuple[int, int], payload: list[int]) -> None:
+        """Keep this witness of `name` if it comes before the one kept."""
+        old = self.best.get(name)
+        if old is None or order < old[0]:
+            self.best[name] = (order, payload)
+
+
+class _Summaries(AccumulatorParam):
+    """Expansion summaries gathered by a Spark accumulator, keyed by (level, partition).
+
+    A task run again (a retry, or a stage recomputed) sends the same summary under the same key, so the driver
+    counts each partition's expansion once whatever Spark re-runs.
     """
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    tmp = os.environ.setdefault("SPARK_LOCAL_DIRS", tempfile.mkdtemp(prefix="kcm-spark-"))
-    from pyspark.sql import SparkSession
 
-    spark = (SparkSession.builder.master(master).appName("kcm-explore")
-             .config("spark.driver.memory", memory)
-             .config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.driver.extraJavaOptions", f"-Djava.io.tmpdir={tmp}")
-             .config("spark.executor.extraJavaOptions", f"-Djava.io.tmpdir={tmp}")
-             .getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+    def zero(self, value: dict) -> dict:
+        """An empty map."""
+        return {}
+
+    def addInPlace(self, a: dict, b: dict) -> dict:  # noqa: N802 - Spark's name
+        """Merge two maps of summaries."""
+        a.update(b)
+        return a
 
 
-class PartitionStore:
-    """What one partition visited and still has to do (see the module docstring)."""
+def expander(model: Any, level: int, sink: Any, successors: bool = True) -> Any:
+    """The function mapInArrow runs on the frontier: checks and (unless `successors` is off) expands each state.
 
-    def __init__(self, index: int) -> None:
-        self.index = index
-        self.info: dict[int, tuple[int, int, int]] = {}  # fp -> (distance, parent fp, action or root position)
-        self.expanded_at: dict[int, int] = {}  # fp -> distance at which it was last expanded
-        self.queue: dict[int, dict[int, bytes]] = {}  # distance -> fp -> encoded state, still to expand
-        self.sent: dict[int, int] = {}  # foreign fp -> shortest distance already sent
-        self.transitions = 0
-        self.shipped = 0  # candidates sent to other partitions in the last round
-        self.reached: set[str] = set()
-        self.state_bad: dict[int, tuple[str, ...]] = {}  # fp -> always-properties it violates
-        self.step_bad: dict[int, list[tuple[int, tuple[str, ...]]]] = {}  # parent fp -> (action pos, step props)
-
-    def pending(self) -> int:
-        """States waiting to be expanded."""
-        return sum(len(q) for q in self.queue.values())
-
-    def depth(self) -> int:
-        """The largest distance of an owned state."""
-        return max((d for d, _, _ in self.info.values()), default=0)
-
-    def offer(self, fp: int, dist: int, parent: int, pos: int, blob: bytes, model: Any, props: list) -> None:
-        """A path of length `dist` to state `fp`: keep it (and queue the state) if it is new or shorter."""
-        old = self.info.get(fp)
-        if old is not None and old[0] <= dist:
-            return
-        self.info[fp] = (dist, parent, pos)
-        if old is not None:
-            self.queue.get(old[0], {}).pop(fp, None)
-        self.queue.setdefault(dist, {})[fp] = blob
-        if old is None:  # the state's own properties are checked once, when first seen
-            bad, reached = state_checks(model, decode(blob), props)
-            self.reached.update(reached)
-            if bad:
-                self.state_bad[fp] = tuple(bad)
-
-    def violations(self) -> dict[str, tuple[int, int, int, int]]:
-        """Per violated property its shortest witness: (length, fingerprint to trace from, extra action or -1, fp)."""
-        best: dict[str, tuple[int, int, int, int]] = {}
-        for fp, names in self.state_bad.items():
-            dist = self.info[fp][0]
-            for name in names:
-                best[name] = min(best.get(name, (dist, fp, -1, fp)), (dist, fp, -1, fp))
-        for parent, steps in self.step_bad.items():
-            dist = self.info[parent][0] + 1
-            for pos, names in steps:
-                for name in names:
-                    best[name] = min(best.get(name, (dist, parent, pos, parent)), (dist, parent, pos, parent))
-        return best
-
-    def stats(self) -> dict[str, Any]:
-        """The counters the driver collects after each round."""
-        return {"states": len(self.info), "pending": self.pending(), "shipped": self.shipped,
-                "transitions": self.transitions,
-                "depth": self.depth(), "reached": sorted(self.reached), "violations": self.violations()}
-
-
-def run_round(store: PartitionStore, incoming: Iterable[tuple[int, Candidate]], model: Any, parts: int,
-              local_levels: int, budget: int) -> list[tuple[int, Candidate]]:
-    """One round of one partition: take the candidates, expand local levels, return what goes to other owners.
-
-    With `local_levels` 0 the round only takes the candidates in; with 1 it expands one level and ships every
-    successor, its own included, so that a state joins a store only through a round's intake (level by level).
+    It sends each distinct successor of a batch once, with its least (parent order key, action position), and
+    adds the partition's summary (counters, properties reached, least witnesses) to the accumulator `sink`.
     """
-    props = model.properties()
-    fingerprint = model.fingerprint
-    for fp, (dist, parent, pos, blob) in incoming:
-        store.offer(fp, dist, parent, pos, blob, model, props)
-    out: dict[int, Candidate] = {}
-    levels = 0
-    while store.queue and levels < local_levels:
-        dist = min(store.queue)
-        if levels and len(store.queue[dist]) > budget:
-            break  # a big local frontier: better shared out now than expanded alone
-        level = store.queue.pop(dist)
-        levels += 1
-        for fp, blob in sorted(level.items()):
-            if store.info[fp][0] != dist:
-                continue
-            first = fp not in store.expanded_at
-            store.expanded_at[fp] = dist
-            state = decode(blob)
-            for aidx, action, nxt, effects in indexed_successors(model, state):
-                if first:
-                    store.transitions += 1
-                    bad_step, reached = step_checks(model, state, action, nxt, effects, props)
-                    store.reached.update(reached)
-                    if bad_step:
-                        store.step_bad.setdefault(fp, []).append((aidx, tuple(bad_step)))
-                nfp = fingerprint(nxt)
-                if local_levels > 1 and nfp % parts == store.index:
-                    store.offer(nfp, dist + 1, fp, aidx, encode(nxt), model, props)
-                elif store.sent.get(nfp, dist + 2) > dist + 1 and out.get(nfp, (dist + 2,))[0] > dist + 1:
-                    out[nfp] = (dist + 1, fp, aidx, encode(nxt))
-    if local_levels > 1:  # level by level the owner's store already dedupes; the cache would only cost memory
-        for nfp, cand in out.items():
-            store.sent[nfp] = cand[0]
-    store.shipped = len(out)
-    return sorted(out.items())
+    state_props = [p for p in model.properties() if p.expectation in STATE_KINDS]
+    step_props = [p for p in model.properties() if p.expectation in STEP_KINDS]
+
+    def run(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+        from pyspark import TaskContext
+
+        fingerprint = model.fingerprint
+        transitions = expanded = 0
+        reached: set[str] = set()  # by the states themselves
+        reached_step: set[str] = set()  # by their transitions
+        state_bad, step_bad = _Witnesses(), _Witnesses()
+        with rare_collections():
+            for batch in batches:
+                fps = batch.column(0).to_pylist()
+                pkeys = batch.column(1).to_pylist()
+                aidxs = batch.column(2).to_pylist()
+                blobs = batch.column(4).to_pylist()
+                out: dict[int, tuple[int, int, int, Any]] = {}  # successor long -> (pkey, aidx, parent, state)
+                for fp, pkey, aidx, blob in zip(fps, pkeys, aidxs, blobs, strict=True):
+                    expanded += 1
+                    state = decode(blob)
+                    bad, hit = state_checks(model, state, state_props)
+                    reached.update(hit)
+                    for name in bad:
+                        state_bad.offer(name, (pkey, aidx), [fp])
+                    if not successors:
+                        continue
+                    key = order_key(fp)
+                    for i, action, nxt, effects in indexed_successors(model, state):
+                        transitions += 1
+                        bad, hit = step_checks(model, state, action, nxt, effects, step_props)
+                        reached_step.update(hit)
+                        for name in bad:
+                            step_bad.offer(name, (key, i), [fp, i])
+                        nfp = to_long(fingerprint(nxt))
+                        old = out.get(nfp)
+                        if old is None or (key, i) < (old[0], old[1]):
+                            out[nfp] = (key, i, fp, nxt)
+                if out:
+                    rows = list(out.values())
+                    yield pa.RecordBatch.from_arrays([
+                        pa.array(list(out), pa.int64()), pa.array([r[0] for r in rows], pa.int64()),
+                        pa.array([r[1] for r in rows], pa.int32()), pa.array([r[2] for r in rows], pa.int64()),
+                        pa.array([encode(r[3]) for r in rows], pa.binary())], names=NAMES)
+        summary = {"transitions": transitions, "expanded": expanded, "reached": sorted(reached),
+                   "reached_step": sorted(reached_step),
+                   "state_bad": {n: [list(o), p] for n, (o, p) in state_bad.best.items()},
+                   "step_bad": {n: [list(o), p] for n, (o, p) in step_bad.best.items()}}
+        sink.add({(level, TaskContext.get().partitionId()): json.dumps(summary)})
+
+    return run
+
+
+class _Search:
+    """The state of one search on the driver: DataFrames in the JVM, counters and witnesses here."""
+
+    def __init__(self, model: Any, spark: Any, parts: int) -> None:
+        self.model = model
+        self.spark = spark
+        self.parts = parts
+        self.found = Exploration(f"spark {spark.sparkContext.master}")
+        self.sink = spark.sparkContext.accumulator({}, _Summaries())
+        # property -> (depth of the witness state, its fp long, extra action position or -1)
+        self.witness: dict[str, tuple[int, int, int]] = {}
+
+    def checkpointed(self, df: Any) -> Any:
+        """`df` computed now and kept by the JVM with its lineage cut, so that later levels never recompute it."""
+        return df.localCheckpoint(eager=True)
+
+    def release(self, df: Any) -> None:
+        """Free the blocks of a DataFrame made by `checkpointed` (Spark frees them late otherwise)."""
+        try:
+            df._jdf.queryExecution().logical().rdd().unpersist(False)
+        except Exception:  # noqa: BLE001 - only a memory hint; Spark's cleaner frees the blocks eventually
+            pass
+
+    def expand(self, frontier: Any, level: int, successors: bool = True) -> Any:
+        """The level's successors (not yet deduplicated), as a lazy DataFrame."""
+        return frontier.mapInArrow(expander(self.model, level, self.sink, successors), FRONTIER)
+
+    def summaries(self, level: int, stop_at: Collection[str] | None = None) -> tuple[int, str | None]:
+        """Fold the summaries of `level`'s expansion into the counters and witnesses.
+
+        Returns the number of states expanded and why the search must stop after this level (None: it need
+        not): "state" when a state of this level breaks a property of `stop_at` (the local engine, which checks
+        a state when it first meets it, would have stopped before expanding this level: only what the states
+        themselves showed is kept), "step" when one of this level's transitions does.
+        """
+        got = self.sink.value
+        mine = sorted(k for k in got if k[0] == level)
+        step_best: dict[str, tuple[list[int], list[int]]] = {}
+        state_best: dict[str, tuple[list[int], list[int]]] = {}
+        count = transitions = 0
+        reached: set[str] = set()
+        reached_step: set[str] = set()
+        for key in mine:
+            s = json.loads(got[key])
+            count += s["expanded"]
+            transitions += s["transitions"]
+            reached.update(s["reached"])
+            reached_step.update(s["reached_step"])
+            for best, seen in ((state_best, s["state_bad"]), (step_best, s["step_bad"])):
+                for name, (order, payload) in seen.items():
+                    if name not in best or order < best[name][0]:
+                        best[name] = (order, payload)
+        wanted = set(stop_at or ()) - set(self.witness)
+        stop = "state" if wanted & set(state_best) else "step" if wanted & set(step_best) else None
+        self.found.reached.update(reached)
+        for name, (_, (fp,)) in state_best.items():
+            self.witness.setdefault(name, (level, fp, -1))
+        if stop == "state":
+            return count, stop
+        self.found.transitions += transitions
+        self.found.reached.update(reached_step)
+        for name, (_, (fp, action)) in step_best.items():
+            self.witness.setdefault(name, (level, fp, action))
+        return count, stop
 
 
 def explore(model: Any, spark: Any, max_states: int | None = None, progress: ProgressFn | None = None,
-            local_levels: int = 4, budget: int = 20000, partitions: int | None = None,
-            checkpoint: Checkpointer | None = None, resume: dict[str, Any] | None = None) -> Exploration:
-    """Explore every state reachable inside the boundary on Spark, checking every property of the model."""
-    from pyspark import StorageLevel
+            partitions: int | None = None, checkpoint: Checkpointer | None = None,
+            resume: dict[str, Any] | None = None, timings: list[LevelTiming] | None = None,
+            compact_every: int = COMPACT_EVERY, stop_at: Collection[str] | None = None) -> Exploration:
+    """Explore every state reachable inside the boundary on Spark, checking every property of the model.
+
+    `stop_at` (property names): end after the level in which one of them is first violated, as the local engine
+    does (every violation of that level is still found, so the counterexamples are the canonical ones).
+    """
+    from pyspark.sql import functions as F
 
     sc = spark.sparkContext
     parts = partitions or max(1, sc.defaultParallelism)
-    # With a state bound: one job takes a level in, the next expands it, so that the bound stops where the local
-    # engine's does (the level taken in is counted, not yet expanded).
-    modes = [0, 1] if max_states is not None else [max(1, local_levels)]
-    found = Exploration(f"spark {sc.master}")
+    _tune(spark, parts)
+    run = _Search(model, spark, parts)
+    found = run.found
     start = time.perf_counter()
-
-    def owner(key: int) -> int:
-        return key % parts
-
-    def round_fn(levels: int) -> Callable[[int, Iterator[tuple[int, Any]]], Iterator[tuple[int, Any]]]:
-        def run(index: int, rows: Iterator[tuple[int, Any]]) -> Iterator[tuple[int, Any]]:
-            store = None
-            incoming = []
-            for key, value in rows:
-                if isinstance(value, PartitionStore):
-                    store = value
-                else:
-                    incoming.append((key, value))
-            store = store or PartitionStore(index)
-            with rare_collections():  # in the worker, for this round's expansion
-                out = run_round(store, incoming, model, parts, levels, budget)
-            yield index, store
-            yield from out
-        return run
-
-    rounds, old, spent = 0, None, 0.0
-    history: list[int] = []  # work left after each round, for the estimate of the time left
+    spent = 0.0
+    sizes: list[int] = []
     if resume is None:
-        seeds = [(model.fingerprint(s), (0, NO_PARENT, i, encode(s))) for i, s in enumerate(model.init_states())]
-        stores = sc.parallelize([(i, PartitionStore(i)) for i in range(parts)], parts).partitionBy(parts, owner)
-        cands = sc.parallelize(seeds, 1).partitionBy(parts, owner)
+        roots: dict[int, int] = {}
+        blobs: dict[int, bytes] = {}
+        for i, s in enumerate(model.init_states()):
+            fp = to_long(model.fingerprint(s))
+            if fp not in roots:
+                roots[fp], blobs[fp] = i, encode(s)
+        frontier_rows = [(fp, order_key(fp), i, NO_PARENT, blobs[fp]) for fp, i in roots.items()]
+        visited_rows = [(fp, NO_PARENT, i) for fp, i in roots.items()]
+        depth = 0
     else:
         if resume.get("engine") != "spark":
             raise BadCheckpoint("a checkpoint of the local engine: resume it with --engine local")
-        if resume["partitions"] != parts or resume["max_states"] != max_states:
-            raise BadCheckpoint(f"made with {resume['partitions']} partitions and --max-states {resume['max_states']}"
-                                f"; resume with the same (a master with {resume['partitions']} cores)")
-        stores = sc.parallelize([(st.index, st) for st in resume["stores"]], parts).partitionBy(parts, owner)
-        cands = sc.parallelize(resume["cands"], parts).partitionBy(parts, owner)
-        rounds, spent = resume["rounds"], resume["seconds"]
+        if resume.get("max_states") != max_states:
+            raise BadCheckpoint(f"made with --max-states {resume.get('max_states')}; resume with the same")
+        frontier_rows = list(zip(resume["frontier_fps"], resume["frontier_pkeys"], resume["frontier_aidxs"],
+                                 resume["frontier_parents"], resume["frontier_states"], strict=True))
+        visited_rows = list(zip(resume["visited_fps"], resume["visited_parents"], resume["visited_aidxs"],
+                                strict=True))
+        found.transitions, found.reached = resume["transitions"], set(resume["reached"])
+        run.witness = {k: tuple(v) for k, v in resume["witness"].items()}
+        depth, sizes, spent = resume["depth"], list(resume["sizes"]), resume["seconds"]
+    frontier = run.checkpointed(spark.createDataFrame(frontier_rows, FRONTIER).repartition(parts, "fp"))
+    # The visited set: slim pieces (fp, parent, aidx), each hash-partitioned by fp like every level's output, so
+    # that their union is too and the anti-join reads it in place. The newest levels are views of the levels'
+    # own blocks until `compact_every` of them are copied, slim, into one piece.
+    pieces = [run.checkpointed(spark.createDataFrame(visited_rows, VISITED).repartition(parts, "fp"))]
+    recent: list[Any] = []
+    states = len(visited_rows)
+    width = len(frontier_rows)
+    if not sizes:
+        sizes = [width]
+    levels: list[LevelTiming] = []
+    before = states - width  # states in the levels before `depth`
+    known = True  # whether `width` (the frontier's size) is known yet: else the next expansion counts it
     while True:
         if checkpoint is not None and checkpoint.due():
-            # The one place where the driver gathers the partitions' stores: only when a checkpoint is due.
-            checkpoint.write({"engine": "spark", "partitions": parts, "max_states": max_states, "rounds": rounds,
-                              "stores": [kv[1] for kv in stores.collect()], "cands": cands.collect(),
-                              "seconds": spent + time.perf_counter() - start})
-        levels = modes[rounds % len(modes)]
-        rounds += 1
-        joined = stores.union(cands)
-        if joined.getNumPartitions() != parts:
-            raise RuntimeError("Spark did not co-partition the stores and the candidates")
-        out = joined.mapPartitionsWithIndex(round_fn(levels), preservesPartitioning=True)
-        # Cached, so that the two filters below read it instead of pipelining its work twice; locally
-        # checkpointed, so that the lineage stops here instead of reaching back through every round.
-        out.persist(StorageLevel.MEMORY_AND_DISK)
-        out.localCheckpoint()
-        stores = out.filter(lambda kv: isinstance(kv[1], PartitionStore))
-        stats = stores.map(lambda kv: kv[1].stats()).collect()
-        # `out` claims the stores' partitioner, which would make partitionBy a no-op: flatMap drops the claim.
-        cands = out.flatMap(lambda kv: () if isinstance(kv[1], PartitionStore) else (kv,)).partitionBy(parts, owner)
-        if old is not None:
-            old.unpersist()
-        old = out
-        states = sum(s["states"] for s in stats)
-        pending = sum(s["pending"] + s["shipped"] for s in stats)
-        depth = max(s["depth"] for s in stats)
+            if not known:  # a checkpoint holds whole levels: count the frontier now instead of at its expansion
+                width, known = frontier.count(), True
+                if not width:
+                    depth -= 1
+                    break
+                sizes.append(width)
+                states = before + width
+            checkpoint.write(_snapshot(run, _union(pieces + recent), frontier, max_states, depth, sizes,
+                                       spent + time.perf_counter() - start))
+        began = time.perf_counter()
+        best = (run.expand(frontier, depth)
+                .groupBy("fp").agg(F.min(F.struct("pkey", "aidx", "parent", "state")).alias("m")))
+        fresh = run.checkpointed(best.join(_union(pieces + recent), "fp", "left_anti")
+                                 .select("fp", "m.pkey", "m.aidx", "m.parent", "m.state"))
+        expanded, stop = run.summaries(depth, stop_at)
+        mid = time.perf_counter()
+        if stop == "state":  # this level's own states break a property: the search ends before expanding it
+            run.release(fresh)
+            if not known:
+                sizes.append(expanded)
+            states = before + expanded
+            found.complete = False
+            found.stopped = True
+            break
+        if not known:
+            if not expanded:  # the last level found nothing new: the search is over
+                depth -= 1
+                run.release(fresh)
+                break
+            sizes.append(expanded)
+        width = expanded
+        states = before + width
+        # The frontier's blocks stay while they are the visited set's newest piece; every few levels the newest
+        # pieces are copied, slim, into one and their blocks (states included) are freed.
+        recent.append(fresh)
+        if len(recent) > compact_every:
+            keep = recent.pop()
+            pieces.append(run.checkpointed(_union(recent)))
+            for df in recent:
+                run.release(df)
+            recent = [keep]
+        frontier = fresh
+        before = states
+        depth += 1
+        known = False
+        if max_states is not None or stop:  # the bound (or the stop) is looked at once each level has joined
+            width = fresh.count()
+            known = True
+            if not width:
+                depth -= 1
+            else:
+                sizes.append(width)
+                states += width
+        done = time.perf_counter()
+        levels.append(LevelTiming(depth - 1, before - expanded, expanded, done - began, mid - began, done - mid))
         if progress:
             seconds = spent + time.perf_counter() - start
-            history.append(pending)
-            progress(Progress(depth, states, pending, seconds, states / seconds if seconds else 0.0,
-                              _eta(history, pending, 0, 0, max(1, states - pending), seconds)))
-        if not pending:
+            progress(Progress(depth, states, width, seconds, states / seconds if seconds else 0.0,
+                              _eta(sizes, width, 0, 0, max(1, before), seconds)))
+        if known and not width:
             break
-        if max_states is not None and levels == 0 and states >= max_states:
+        if stop or max_states is not None and states >= max_states:
+            # The last level is counted and its own properties checked, not expanded.
+            run.expand(frontier, depth, successors=False).count()
+            run.summaries(depth)
             found.complete = False
+            found.stopped = bool(stop)
             break
+    visited = _union(pieces + recent)
     found.distinct_states = states
-    found.transitions = sum(s["transitions"] for s in stats)
     found.depth = depth
-    for s in stats:
-        found.reached.update(s["reached"])
-    best: dict[str, tuple[int, int, int, int]] = {}
-    for s in stats:
-        for name, witness in s["violations"].items():
-            best[name] = min(best.get(name, witness), witness)
-    found.violations = _traces(model, stores, owner, best)
+    found.violations = _traces(model, visited, run.witness)
     found.seconds = spent + time.perf_counter() - start
-    found.bytes_per_state = _bytes_per_state(stores, states)
-    old.unpersist()
+    found.bytes_per_state = _bytes_per_state(spark, states)
+    for df in pieces + recent:
+        run.release(df)
+    if timings is not None:
+        timings.extend(levels)
     return found
 
 
-def _traces(model: Any, stores: Any, owner: Callable[[int], int],
-            best: dict[str, tuple[int, int, int, int]]) -> dict[str, list[Any]]:
-    """Each witness's action trace: parent links followed back, all properties at once, one job per step."""
-    sc = stores.context
-    paths = {name: ([] if extra < 0 else [extra], fp) for name, (_, fp, extra, _) in best.items()}
+def _union(pieces: list[Any]) -> Any:
+    """The visited set: the union of its pieces' parent links (each piece hash-partitioned by fp)."""
+    slim = [df.select("fp", "parent", "aidx") for df in pieces]
+    out = slim[0]
+    for df in slim[1:]:
+        out = out.union(df)
+    return out
+
+
+def _tune(spark: Any, parts: int) -> None:
+    """Settings for many small jobs: as many shuffle partitions as cores, no adaptive re-planning, no broadcasts."""
+    conf = spark.conf
+    conf.set("spark.sql.shuffle.partitions", str(parts))
+    conf.set("spark.sql.adaptive.enabled", "false")
+    conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "4000")
+
+
+def _snapshot(run: _Search, visited: Any, frontier: Any, max_states: int | None, depth: int, sizes: list[int],
+              seconds: float) -> dict[str, Any]:
+    """Everything a resumed run needs, gathered on the driver (only when a checkpoint is due)."""
+    v = visited.collect()
+    f = frontier.collect()
+    return {"engine": "spark", "max_states": max_states, "depth": depth, "sizes": sizes, "seconds": seconds,
+            "visited_fps": [r[0] for r in v], "visited_parents": [r[1] for r in v],
+            "visited_aidxs": [r[2] for r in v], "frontier_fps": [r[0] for r in f],
+            "frontier_pkeys": [r[1] for r in f], "frontier_aidxs": [r[2] for r in f],
+            "frontier_parents": [r[3] for r in f], "frontier_states": [bytes(r[4]) for r in f],
+            "transitions": run.found.transitions, "reached": sorted(run.found.reached),
+            "witness": {k: list(w) for k, w in run.witness.items()}}
+
+
+def _traces(model: Any, visited: Any, witness: dict[str, tuple[int, int, int]]) -> dict[str, list[Any]]:
+    """Each witness's action trace: parent links followed back, every property at once, one query per step."""
+    from pyspark.sql import functions as F
+
+    paths = {name: (fp, [] if extra < 0 else [extra]) for name, (_, fp, extra) in witness.items()}
     roots: dict[str, int] = {}
     while len(roots) < len(paths):
-        wanted = {fp for name, (_, fp) in paths.items() if name not in roots}
-        by_part = sorted({owner(fp) for fp in wanted})
-
-        def lookup(rows: Iterator[tuple[int, Any]], wanted: set[int] = wanted) -> Iterator[tuple[int, Any]]:
-            for _, store in rows:
-                for fp in wanted:
-                    if fp in store.info:
-                        yield fp, store.info[fp]
-
-        links = dict(sc.runJob(stores, lookup, by_part))
-        for name, (steps, fp) in list(paths.items()):
+        wanted = sorted({fp for name, (fp, _) in paths.items() if name not in roots})
+        links = {r[0]: (r[1], r[2]) for r in visited.filter(F.col("fp").isin(wanted)).collect()}
+        for name, (fp, steps) in list(paths.items()):
             if name in roots:
                 continue
-            _, parent, pos = links[fp]
+            parent, aidx = links[fp]
             if parent == NO_PARENT:
-                roots[name] = pos
+                roots[name] = aidx
             else:
-                paths[name] = ([pos] + steps, parent)
-    return {name: replay(model, roots[name], steps) for name, (steps, _) in sorted(paths.items())}
+                paths[name] = (parent, [aidx] + steps)
+    return {name: replay(model, roots[name], steps) for name, (_, steps) in sorted(paths.items())}
 
 
-def _bytes_per_state(stores: Any, states: int) -> float:
-    """Pickled size of the partitions' visited maps per state (what a cached partition holds per state)."""
-    import pickle
+def _bytes_per_state(spark: Any, states: int) -> float:
+    """Bytes of cached blocks the JVM holds per visited state at the end of the search.
 
-    sizes = stores.map(lambda kv: len(pickle.dumps((kv[1].info, kv[1].expanded_at), 5))).collect()
-    return sum(sizes) / max(1, states)
+    That is the visited set's slim pieces plus the newest levels' own blocks, whose encoded states are freed only
+    at the next compaction: on a complete run a few levels' states, on a partial run the frontier's too.
+    """
+    try:
+        infos = spark.sparkContext._jsc.sc().getRDDStorageInfo()
+        held = sum(info.memSize() + info.diskSize() for info in infos)
+    except Exception:  # noqa: BLE001 - a figure for the summary only
+        return 0.0
+    return held / max(1, states)

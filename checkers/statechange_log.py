@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from typing import NamedTuple
+from typing import BinaryIO, NamedTuple
 
 from kcm.model.states import PartitionState as P
 from kcm.model.states import ReplicaState as R
+from kcm.model.strictjson import bounded_lines
 
 # Event kinds (short strings: cheap to compare, readable in --json output).
 PARTITION_CHANGE = "partition_state_change"
@@ -382,13 +383,23 @@ def _parse_prefixed_broker(number: int, node: int, rest: str) -> Event | None:
 class ReadStats:
     """Counters the reader keeps while streaming: physical lines, messages, unknown messages."""
 
-    __slots__ = ("lines", "messages", "unknown", "continuation")
+    __slots__ = ("lines", "messages", "unknown", "continuation", "unreadable", "unreadable_at")
+
+    KEPT_LINE_NUMBERS = 10
 
     def __init__(self) -> None:
         self.lines = 0
         self.messages = 0
         self.unknown = 0  # messages with a log4j header the parser does not know, and headerless lines
         self.continuation = 0  # of those, headerless lines (stack traces, wrapped text, binary garbage)
+        self.unreadable = 0  # lines that could not be read at all (too long, or numbers past any real value)
+        self.unreadable_at: list[int] = []  # the first few of their line numbers
+
+    def skip_unreadable(self, number: int) -> None:
+        """Count a line that cannot be read; it is skipped."""
+        self.unreadable += 1
+        if len(self.unreadable_at) < self.KEPT_LINE_NUMBERS:
+            self.unreadable_at.append(number)
 
 
 # No state-change message is anywhere near this long; a longer "line" is binary data without newlines, and cutting
@@ -402,12 +413,23 @@ def decode_lines(raw_lines: Iterable[bytes]) -> Iterator[str]:
         yield raw[:MAX_LINE_BYTES].decode("utf-8", "replace")
 
 
-def read_events(lines: Iterable[str], stats: ReadStats) -> Iterator[Event]:
-    """Stream the events of a state-change log's lines, counting what is read and what is skipped."""
+def file_lines(fh: BinaryIO) -> Iterator[str | None]:
+    """The decoded lines of a binary file, each read with bounded memory; None for a line longer than
+    MAX_LINE_BYTES (it cannot be a state-change message, and the reader skips it)."""
+    for raw, whole in bounded_lines(fh, MAX_LINE_BYTES):
+        yield raw.decode("utf-8", "replace") if whole else None
+
+
+def read_events(lines: Iterable[str | None], stats: ReadStats) -> Iterator[Event]:
+    """Stream the events of a state-change log's lines, counting what is read and what is skipped (a line given
+    as None could not be read)."""
     number = 0
     for raw in lines:
         number += 1
         stats.lines = number
+        if raw is None:
+            stats.skip_unreadable(number)
+            continue
         pieces = split_messages(number, raw) if "[" in raw[1:] and _NEXT_HEAD.search(raw, 1) else (
             (LogLine(number, raw),))
         for piece in pieces:
@@ -418,7 +440,11 @@ def read_events(lines: Iterable[str], stats: ReadStats) -> Iterator[Event]:
                     stats.continuation += 1
                 continue
             stats.messages += 1
-            ev = parse_message(number, msg)
+            try:
+                ev = parse_message(number, msg)
+            except ValueError:  # a number no log holds (past Python's int-string limit): the line is unreadable
+                stats.skip_unreadable(number)
+                continue
             if ev is None:
                 stats.unknown += 1
                 continue

@@ -17,8 +17,10 @@ class Exploration:
     transitions: int = 0
     depth: int = 0
     seconds: float = 0.0
-    complete: bool = True  # False when --max-states stopped it
+    complete: bool = True  # False when --max-states or the first violation stopped it
+    stopped: bool = False  # True when it stopped after the level of the first violation (states were left)
     bytes_per_state: float = 0.0  # memory of the visited set (fingerprints and parent links) per distinct state
+    levels: list[tuple[int, float]] = field(default_factory=list)  # (states, seconds) of each level expanded
     visited: Any = field(default=None, repr=False)  # the compact visited set (checkers.visited.Visited)
     violations: dict[str, list[Any]] = field(default_factory=dict)  # property -> shortest action trace
     reached: set[str] = field(default_factory=set)  # sometimes-properties reached
@@ -32,9 +34,11 @@ class Exploration:
         out = {}
         for p in properties:
             if p.expectation in (ALWAYS, STEP):
-                out[p.name] = "violated" if p.name in self.violations else "holds"
+                out[p.name] = "violated" if p.name in self.violations else "holds" if self.complete else \
+                    f"not violated within {self.distinct_states:,} states"
             elif p.expectation in (SOMETIMES, SOMETIMES_STEP):
-                out[p.name] = "reached" if p.name in self.reached else "never reached"
+                out[p.name] = "reached" if p.name in self.reached else "never reached" if self.complete else \
+                    f"not reached within {self.distinct_states:,} states"
             elif p.expectation == EVENTUALLY:
                 out[p.name] = ("violated" if p.name in self.violations else "holds" if p.name in self.judged
                                else "not judged (needs a complete exploration and its graph)")
@@ -49,18 +53,29 @@ class Exploration:
         props = model.properties()
         return {"engine": self.engine, "distinct_states": self.distinct_states, "transitions": self.transitions,
                 "depth": self.depth, "seconds": round(self.seconds, 3), "complete": self.complete,
+                "stopped_at_violation": self.stopped,
                 "states_per_second": round(self.distinct_states / self.seconds) if self.seconds else None,
                 "collision_probability": self.collision_probability(),
                 "bytes_per_state": round(self.bytes_per_state, 1),
+                "levels": [[n, round(t, 3)] for n, t in self.levels],
                 "verdicts": self.verdicts(props),
                 "counterexamples": {name: self._counterexample(model, name, trace)
                                     for name, trace in sorted(self.violations.items())}}
 
     def _counterexample(self, model: Any, name: str, trace: list[Any]) -> dict[str, Any]:
         """One counterexample for the summary; a lasso also says where its loop starts (0: the first step)."""
-        out: dict[str, Any] = {"length": len(trace), "scenario": model.scenario(trace)}
-        if name in self.loops:
-            out["loop_start"] = self.loops[name]
+        from kcm.checkers import evidence
+
+        scenario = model.scenario(trace)
+        setup = len(scenario["steps"]) - len(trace)
+        loop = self.loops.get(name)
+        found = evidence.build(model, name, trace, loop, setup)
+        if found["kind"] != EVENTUALLY and trace:
+            # `kcm run` of the scenario then exits 0 only if the property breaks right there.
+            scenario["expect_violation"] = {"property": name, "step": len(scenario["steps"]) - 1}
+        out: dict[str, Any] = {"length": len(trace), "scenario": scenario, "evidence": found}
+        if loop is not None:
+            out["loop_start"] = loop
         return out
 
 

@@ -61,16 +61,65 @@ class Visited:
             level -= 1
         return int(self.parents[0][index]), steps[::-1]
 
-    def arrays(self) -> dict[str, Any]:
-        """The arrays, for a checkpoint."""
-        return {"seen": self.seen, "parents": self.parents, "actions": self.actions}
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The arrays by name, for a checkpoint: `seen`, then `parents.L` and `actions.L` of each level L."""
+        out = {"seen": self.seen}
+        for level, (parents, actions) in enumerate(zip(self.parents, self.actions, strict=True)):
+            out[f"parents.{level}"], out[f"actions.{level}"] = parents, actions
+        return out
 
     @classmethod
-    def from_arrays(cls, data: dict[str, Any]) -> Visited:
-        """The visited set saved by `arrays`."""
+    def from_arrays(cls, data: dict[str, np.ndarray]) -> Visited:
+        """The visited set saved by `arrays`; ValueError when the arrays do not form one."""
         out = cls()
-        out.seen, out.parents, out.actions = data["seen"], list(data["parents"]), list(data["actions"])
+        levels = sum(1 for k in data if k.startswith("parents."))
+        seen = data.get("seen")
+        if seen is None or seen.dtype != FP or seen.ndim != 1:
+            raise ValueError("no uint64 array of visited fingerprints")
+        if seen.size > 1 and not bool(np.all(seen[1:] > seen[:-1])):
+            raise ValueError("the visited fingerprints are not sorted and distinct")
+        total = 0
+        for level in range(levels):
+            parents, actions = data.get(f"parents.{level}"), data.get(f"actions.{level}")
+            if parents is None or actions is None or parents.dtype != PARENT or actions.dtype != ACTION \
+                    or parents.ndim != 1 or parents.shape != actions.shape:
+                raise ValueError(f"level {level}: missing or malformed parent links")
+            out.parents.append(parents)
+            out.actions.append(actions)
+            total += parents.size
+        if not levels or total != seen.size:
+            raise ValueError(f"{total} parent links in {levels} levels for {seen.size} visited fingerprints")
+        out.seen = seen
         return out
+
+
+def replay_levels(model: Any, visited: Visited) -> list[Any]:
+    """The states of the last level, rebuilt level by level from the initial states and the parent links.
+
+    Each level's states come from the previous level's by one `model.next_state` each, so this costs one step per
+    visited state and holds two levels at a time. ValueError when a link points nowhere.
+    """
+    inits = model.init_states()
+    states = []
+    for root in visited.parents[0].tolist():
+        if not 0 <= root < len(inits):
+            raise ValueError(f"level 0 names initial state {root} of {len(inits)}")
+        states.append(inits[root])
+    for level in range(1, len(visited.parents)):
+        nxt = []
+        for parent, aidx in zip(visited.parents[level].tolist(), visited.actions[level].tolist(), strict=True):
+            if parent >= len(states):
+                raise ValueError(f"level {level} names parent {parent} of {len(states)}")
+            state = states[parent]
+            actions = model.actions(state)
+            if aidx >= len(actions):
+                raise ValueError(f"level {level} names action {aidx} of {len(actions)}")
+            after = model.next_state(state, actions[aidx])
+            if after is None:
+                raise ValueError(f"level {level}: a parent link names a step that changes nothing")
+            nxt.append(after)
+        states = nxt
+    return states
 
 
 def replay(model: Any, root: int, steps: list[int]) -> list[Any]:

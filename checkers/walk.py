@@ -5,7 +5,7 @@ path does not depend on the others. Each walk starts in an initial state and tak
 chosen uniformly among the enabled successors inside the boundary (the same successors the BFS engines expand);
 it stops early in a state with none, or at its first violation. Every state and step check is the BFS's. The
 shortest violating walk of each property is shrunk (`checkers.shrink`) before it is reported; the raw length is
-kept alongside. A walk run proves nothing: "holds" means that no walk broke the property.
+kept alongside. A walk run proves nothing: its verdicts say "not violated within N states", never "holds".
 """
 
 from __future__ import annotations
@@ -157,7 +157,7 @@ def render(summary: dict[str, Any]) -> str:
              f"seed {w['seed']}",
              f"  distinct states seen {summary['distinct_states']:,}, transitions {summary['transitions']:,}, "
              f"longest walk {summary['depth']}, {summary['seconds']} s, {rate:,} distinct states/s",
-             "  properties (a walk run proves nothing: 'holds' means no walk broke it):"]
+             "  properties (a walk run proves nothing: no walk broke those 'not violated'):"]
     lines += [f"    {name:34} {verdict}" for name, verdict in summary["verdicts"].items()]
     for name, cex in summary["counterexamples"].items():
         lines.append(f"  counterexample to {name}: a walk of {cex['raw_length']} steps, shrunk to {cex['length']} "

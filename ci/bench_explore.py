@@ -1,99 +1,122 @@
-"""Benchmark of `kcm explore`: the local engine, Spark local[1] and Spark local[2] on one config, with ratios.
+"""Benchmark of `kcm explore`: every engine on the same configs in one run, side by side, with ratios.
 
-Each engine runs in its own `kcm explore --json` process (one Spark session per process); the figures printed are
-distinct states, transitions, depth, exploration seconds, wall seconds (Spark's start-up included), distinct
-states per second of exploration and bytes per visited state, then the ratios between the engines. It also
-checks that every engine reports the same counts, depth and verdicts, and exits 1 if not.
+Each run is its own `kcm explore --json --continue` process. Printed per config and engine: distinct states,
+transitions, exploration seconds, CPU seconds of the process (user + system; steadier than wall time on a shared
+machine), states per second of each, bytes per visited state, the ratios against the pure-Python local engine
+of the same run and against the recorded baseline (the local engine before this benchmark's changes, from the
+issue that asked for them), and, with --levels, the time of every level. Every engine must report the same
+counts and verdicts (exit 1 if not).
 
-    python ci/bench_explore.py [CONFIG] [--max-states N]
-    python ci/bench_explore.py --all [--max-states N]   # every shipped config: local against spark local[2]
+Engines: `local` (pure Python, KCM_PURE=1), `compiled` (the same source compiled, when `ci/build_compiled.py`
+has built it), `workers2` / `workers2c` (`--workers 2`, pure / compiled), `spark1` / `spark2` (Spark local[1] /
+local[2]), and `base` (any other kcm tree, given with --base FOLDER: a folder holding a `kcm` package, e.g. an
+older release, run side by side for a fair ratio). "vs local" compares CPU seconds for one-process engines and
+exploration seconds (wall) for the others.
 
-`--all` runs the local engine and Spark local[2] on every config in specs/configs/ (bugs/ included) and prints
-one row each, with whether the two agree; `large` is always bounded (default 100,000 states), as it does not
-finish on one machine.
+    python ci/bench_explore.py [CONFIG...] [--engines local,compiled] [--base FOLDER] [--levels]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-RUNS = (("local", ["--engine", "local"]), ("spark local[1]", ["--engine", "spark", "--master", "local[1]"]),
-        ("spark local[2]", ["--engine", "spark", "--master", "local[2]"]))
+ROOT = Path(__file__).resolve().parents[1]
+# The local engine's figures before this benchmark's changes (2 shared cores, one run each; the issue's table).
+BASELINE = {"controller": (34805, 12.8), "bugs/KIP-101": (121654, 59.9), "default": (511944, 172.6)}
 SAME = ("distinct_states", "transitions", "depth", "complete", "verdicts")
+ENGINES = {"local": ["--engine", "local"], "compiled": ["--engine", "local"], "base": ["--engine", "local"],
+           "workers2": ["--engine", "local", "--workers", "2"],
+           "workers2c": ["--engine", "local", "--workers", "2"],
+           "spark1": ["--engine", "spark", "--master", "local[1]"],
+           "spark2": ["--engine", "spark", "--master", "local[2]"]}
 
 
-def run(config: str, extra: list[str], max_states: int | None) -> tuple[dict, float]:
-    """One `kcm explore` process: its JSON summary and its wall time."""
+def run(config: str, engine: str, base: str | None, max_states: int | None) -> tuple[dict, float, float]:
+    """One `kcm explore` process: its JSON summary, wall seconds and CPU seconds (user + system)."""
+    env = dict(os.environ)
+    env.pop("KCM_PURE", None)
+    if engine in ("local", "base", "workers2"):
+        env["KCM_PURE"] = "1"
+    if engine == "base":
+        env["PYTHONPATH"] = base or ""
     cmd = [sys.executable, "-c", "import sys; from kcm.cli import main; sys.exit(main(sys.argv[1:]))",
-           "explore", "--config", config, "--quiet", "--json", *extra]
+           "explore", "--config", config, "--quiet", "--json", *ENGINES[engine]]
+    if engine != "base":
+        cmd.append("--continue")
     if max_states is not None:
         cmd += ["--max-states", str(max_states)]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    done = subprocess.run(cmd, capture_output=True, text=True)
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd="/" if engine == "base" else None)
     wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     try:
         summary = json.loads(done.stdout) if done.returncode in (0, 1) else None
     except json.JSONDecodeError:
-        summary = None  # exit 1 without a summary: the run itself failed, not a property
+        summary = None
     if summary is None:
-        sys.exit(f"bench_explore: {' '.join(extra)} failed (exit {done.returncode}):\n{done.stderr[-4000:]}")
-    return summary, wall
-
-
-CONFIGS = Path(__file__).resolve().parents[1] / "specs" / "configs"
-LARGE_BOUND = 100_000
-
-
-def every_config(max_states: int | None) -> int:
-    """Local and Spark local[2] on every shipped config: one row each; 1 if any pair disagrees."""
-    names = sorted(str(p.relative_to(CONFIGS).with_suffix("")) for p in CONFIGS.rglob("*.json"))
-    print(f"{'config':24} {'states':>9} {'transitions':>11} {'depth':>5} {'local s':>8} {'spark s':>8} agree")
-    status = 0
-    for name in names:
-        bound = max_states if max_states is not None else (LARGE_BOUND if name == "large" else None)
-        (local, _), (spark, _) = (run(name, extra, bound) for _, extra in (RUNS[0], RUNS[2]))
-        same = {k: spark[k] for k in SAME} == {k: local[k] for k in SAME}
-        status |= 0 if same else 1
-        partial = "" if local["complete"] else " (partial)"
-        print(f"{name:24} {local['distinct_states']:>9,} {local['transitions']:>11,} {local['depth']:>5} "
-              f"{local['seconds']:>8.1f} {spark['seconds']:>8.1f} {'yes' if same else 'NO'}{partial}", flush=True)
-    print("every config: the same counts, depth and verdicts on both engines" if status == 0 else
-          "some config differs between the engines")
-    return status
+        sys.exit(f"bench_explore: {engine} on {config} failed (exit {done.returncode}):\n{done.stderr[-4000:]}")
+    return summary, wall, cpu
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the three engines on one config and print the figures and ratios."""
+    """Run the engines on each config and print the table and ratios."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("config", nargs="?", default="default", help="config name or path (default: default)")
+    p.add_argument("configs", nargs="*", default=["controller", "bugs/KIP-101"], help="configs (default: "
+                   "controller bugs/KIP-101)")
+    p.add_argument("--engines", default="local,compiled", help="comma-separated: local, compiled, spark1, spark2, "
+                   "base (default local,compiled)")
+    p.add_argument("--base", metavar="FOLDER", help="a folder holding another kcm package, run as engine `base`")
     p.add_argument("--max-states", type=int, help="bound every run (the runs are then partial)")
-    p.add_argument("--all", action="store_true", help="every shipped config, local against spark local[2]")
+    p.add_argument("--levels", action="store_true", help="also print each level's states and seconds")
     args = p.parse_args(argv)
-    if args.all:
-        return every_config(args.max_states)
-    results = {}
-    print(f"config {args.config}" + (f", --max-states {args.max_states}" if args.max_states else ""))
-    print(f"{'engine':16} {'states':>9} {'transitions':>11} {'depth':>5} {'explore s':>9} {'wall s':>7} "
-          f"{'states/s':>9} {'B/state':>7}")
-    for name, extra in RUNS:
-        summary, wall = run(args.config, extra, args.max_states)
-        results[name] = (summary, wall)
-        print(f"{name:16} {summary['distinct_states']:>9,} {summary['transitions']:>11,} {summary['depth']:>5} "
-              f"{summary['seconds']:>9.1f} {wall:>7.1f} {summary['states_per_second'] or 0:>9,} "
-              f"{summary['bytes_per_state']:>7}", flush=True)
-    local, one, two = (results[n][0] for n, _ in RUNS)
-    print(f"ratios (exploration seconds): spark local[2] / local = {two['seconds'] / local['seconds']:.2f}x; "
-          f"spark local[1] / spark local[2] = {one['seconds'] / two['seconds']:.2f}x (speed-up from the 2nd core)")
-    print(f"ratios (wall seconds): spark local[2] / local = {results['spark local[2]'][1] / results['local'][1]:.2f}x; "
-          f"spark local[1] / spark local[2] = {results['spark local[1]'][1] / results['spark local[2]'][1]:.2f}x")
-    same = all({k: s[k] for k in SAME} == {k: local[k] for k in SAME} for s in (one, two))
-    print("same counts, depth and verdicts on every engine:", "yes" if same else "NO")
-    return 0 if same else 1
+    engines = [e for e in args.engines.split(",") if e]
+    unknown = [e for e in engines if e not in ENGINES]
+    if unknown or ("base" in engines and not args.base):
+        print(f"bench_explore: unknown engines {unknown} (or `base` without --base)", file=sys.stderr)
+        return 2
+    if "compiled" in engines or "workers2c" in engines:
+        sys.path.insert(0, str(ROOT))
+        from kcm.compiled import MANIFEST
+        if not MANIFEST.is_file():
+            print("bench_explore: no compiled build (python ci/build_compiled.py); `compiled` is left out",
+                  file=sys.stderr)
+            engines = [e for e in engines if e not in ("compiled", "workers2c")]
+    status = 0
+    for config in args.configs:
+        print(f"config {config}" + (f", --max-states {args.max_states}" if args.max_states else ""))
+        print(f"{'engine':9} {'states':>9} {'transitions':>11} {'explore s':>9} {'cpu s':>7} {'states/s':>9} "
+              f"{'states/cpu s':>12} {'B/state':>7} {'vs local':>14} {'vs baseline':>11}")
+        results = {}
+        for engine in engines:
+            summary, wall, cpu = run(config, engine, args.base, args.max_states)
+            results[engine] = (summary, wall, cpu)
+            ref = results.get("local", results[engines[0]])
+            parallel = engine.startswith(("workers", "spark"))
+            vs_local = ((ref[0]["seconds"] / summary["seconds"] if summary["seconds"] else 0.0) if parallel
+                        else (ref[2] / cpu if cpu else 0.0))
+            rate = summary["distinct_states"] / summary["seconds"] if summary["seconds"] else 0.0
+            base = BASELINE.get(config)
+            vs_base = (f"{rate / (base[0] / base[1]):.2f}x" if base and summary["distinct_states"] == base[0]
+                       else "-")
+            print(f"{engine:9} {summary['distinct_states']:>9,} {summary['transitions']:>11,} "
+                  f"{summary['seconds']:>9.1f} {cpu:>7.1f} {rate:>9,.0f} {summary['distinct_states'] / cpu:>12,.0f} "
+                  f"{summary['bytes_per_state']:>7} {vs_local:>13.2f}x {vs_base:>11}", flush=True)
+            if args.levels and summary.get("levels"):
+                print("  levels (states, s): " + ", ".join(f"{n}:{t:.2f}" for n, t in summary["levels"]))
+        first = results[engines[0]][0]
+        same = all({k: s[k] for k in SAME} == {k: first[k] for k in SAME} for s, _, _ in results.values())
+        print("  same counts, depth and verdicts on every engine:", "yes" if same else "NO")
+        status |= 0 if same else 1
+    return status
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Set up kcm on a fresh machine: a virtual environment in .venv with kcm installed (editable) and
-# Graphviz's `dot` for `kcm table --format svg`. Safe to run again: it only adds what is missing.
+# Set up kcm on a fresh machine: a virtual environment in .venv with kcm and every extra installed (editable),
+# Graphviz's `dot` for `kcm table --format svg` and Chromium, which renders the HTML reports in the tests.
+# Safe to run again: it only adds what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -8,16 +9,25 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
   .venv/bin/python -m pip install --quiet --upgrade pip
 fi
-if ! .venv/bin/python -c "import kcm, kcm.model, pyspark, z3, hypothesis, icontract, xxhash, kazoo" 2>/dev/null \
+if ! .venv/bin/python -c "import kcm, kcm.model, pyspark, z3, numpy, pyarrow, pandas, hypothesis, icontract, xxhash, junitparser, kazoo" 2>/dev/null \
    || [ pyproject.toml -nt .venv/.kcm-installed ]; then
-  .venv/bin/python -m pip install --quiet -e '.[dev]'
+  .venv/bin/python -m pip install --quiet -e '.[all,dev]'
   touch .venv/.kcm-installed
 fi
-if ! command -v dot >/dev/null 2>&1; then
+if [ "${KCM_COMPILED:-0}" = 1 ]; then
+  # The optional compiled build (kcm/compiled.py): the same sources compiled by Cython, used while unchanged.
+  .venv/bin/python -c "import Cython" 2>/dev/null || .venv/bin/python -m pip install --quiet -e '.[all,dev,compiled]'
+  .venv/bin/python ci/build_compiled.py
+fi
+missing=()
+command -v dot >/dev/null 2>&1 || missing+=(graphviz)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz >/dev/null) \
-      || echo "setup: could not install graphviz; 'kcm table --format svg' will say so" >&2
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null) \
+      || echo "setup: could not install ${missing[*]}; 'kcm table --format svg' and the browser test will say so" >&2
   else
-    echo "setup: Graphviz's dot is missing (apt-get install graphviz); 'kcm table --format svg' needs it" >&2
+    echo "setup: missing ${missing[*]} (apt-get install ${missing[*]}): 'kcm table --format svg' needs graphviz," \
+         "the HTML report's browser test chromium" >&2
   fi
 fi

@@ -12,23 +12,24 @@ from typing import Any
 
 import pytest
 
+from kcm.model.tables import ORACLE_RULES
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     """Declare --kcm-rules (and the kcm_rules ini key): which rule set's tables the oracle judges with."""
     group = parser.getgroup("kcm", "kcm oracle")
-    group.addoption("--kcm-rules", default=None, help="kcm rule set for the kcm_oracle fixture (default: seeds)")
-    parser.addini("kcm_rules", "kcm rule set for the kcm_oracle fixture", default="seeds")
+    group.addoption("--kcm-rules", default=None, help="kcm rule set for the kcm_oracle fixture (default: kafka)")
+    parser.addini("kcm_rules", "kcm rule set for the kcm_oracle fixture", default=ORACLE_RULES)
 
 
 class KcmOracle:
     """What a test holds: feed events as they happen, or whole lists and files, and fail at the first violation."""
 
     def __init__(self, rules: str) -> None:
-        from kcm.checkers.oracle_trace import TraceChecker
-        from kcm.model.tables import rule_set
+        from kcm.oracle import TraceChecker
 
         self.rules = rules
-        self._checker = TraceChecker(rule_set(rules))
+        self._checker = TraceChecker(rules)
 
     def feed(self, event: dict[str, Any]) -> None:
         """Judge one more event; fail the test now if it is the first illegal one."""

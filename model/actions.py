@@ -219,7 +219,7 @@ class Produce(NamedTuple):
     @classmethod
     def from_step(cls, step: dict[str, Any]) -> Produce:
         """The action of a schema-valid `produce` step."""
-        return cls(parse_tp(step["partition"]), int(step.get("records", 1)), str(step.get("acks", "all")))
+        return cls(parse_tp(step["partition"]), int(step.get("records", 1)), _acks(step.get("acks", "all")))
 
     def to_step(self) -> dict[str, Any]:
         """This action as a contract step."""
@@ -406,6 +406,17 @@ class SessionExpiry(NamedTuple):
     def to_step(self) -> dict[str, Any]:
         """This action as a (extension) step."""
         return {"op": "session_expiry", "broker": self.broker}
+
+
+# The contract's acks values, with Kafka's own spelling of acks=all (-1); anything else is refused (KeyError), never
+# run as acks=1.
+_ACKS = {"all": "all", -1: "all", 1: "1", "1": "1"}
+
+
+def _acks(value: Any) -> str:
+    if type(value) not in (str, int):
+        raise KeyError(f"acks {value!r}")
+    return _ACKS[value]
 
 
 def _assignment(obj: dict[str, list[int]]) -> tuple[tuple[int, tuple[int, ...]], ...]:

@@ -13,24 +13,23 @@ from pathlib import Path
 from typing import Any
 
 from kcm.model import actions as A
+from kcm.model import strictjson
 from kcm.model.canonical import VERSIONED_PARTS, NoZnode, relative_part, relative_zk_versions
-from kcm.model.cluster import DELIVERY_MODES, Cluster, ClusterConfig
+from kcm.model.cluster import Cluster, ClusterConfig
 from kcm.model.effects import Effects
 from kcm.model.errors import KcmError
 from kcm.model.fingerprint import PartFingerprints, combine, fingerprint
 from kcm.model.interface import EVENTUALLY, NEXT, OUTSIDE, REFUSED, UNCHANGED, ModelBase, Property
-from kcm.model.txn import OutOfBounds
+from kcm.model.txn import OutOfBounds, Txn
 from kcm.model.variants import SWITCHES, known_switch
 from kcm.properties import controller as controller_properties
 from kcm.properties import dataplane as dataplane_properties
 from kcm.properties import liveness as liveness_properties
-from kcm.reference import api, preferred, selectors
+from kcm.reference import api, dataplane, preferred, selectors
 
 FAMILIES = ("broker_failure", "controlled_shutdown", "controller_failover", "reassignment", "preferred",
             "data_plane", "acks_one", "consume", "deletion", "topic_creation", "zombie_controller", "fast_bounce",
             "session_expiry")
-_KEYS = {"name", "description", "brokers", "rules", "truncation", "unclean_leader_election", "min_insync_replicas",
-         "topics", "late_topics", "families", "bounds", "properties", "variants", "delivery"}
 # Properties that mean something only with one of these families on. A reachability goal is left out of a config
 # that names no properties ("delivery:async": a broker meets a stale controller epoch only in a `deliver` step);
 # an EVENTUALLY property named without them is a BadConfig.
@@ -45,6 +44,8 @@ REACHED_ONLY_WITH = {
     "ProducesResolve": {"data_plane"},
 }
 FAIR_ACTIONS = (A.Replicate, A.Deliver, A.IsrShrink)
+# The only steps in which a partition leader writes its own view of the znode (`dataplane._write_isr`).
+LEADER_ISR_WRITES = (A.Replicate, A.IsrShrink)
 _BOUNDS = {"max_failures": 1, "max_restarts": 1, "max_controller_epoch": 2, "max_leader_epoch": 3, "max_records": 1,
            "reassign_targets": [], "max_inflight": 6}
 
@@ -53,58 +54,76 @@ class BadConfig(ValueError):
     """A bounded configuration that cannot be explored; the message names the key."""
 
 
+# A config is a few hundred bytes; anything past this is not one (documented in docs/robustness.md).
+MAX_CONFIG_BYTES = 1 << 20
+
+
+def _config_validator() -> Any:
+    global _CONFIG_VALIDATOR
+    if _CONFIG_VALIDATOR is None:
+        text = resources.files("kcm.specs").joinpath("config.schema.json").read_text(encoding="utf-8")
+        _CONFIG_VALIDATOR = strictjson.validator(json.loads(text))
+    return _CONFIG_VALIDATOR
+
+
+_CONFIG_VALIDATOR: Any = None
+
+
 def load_config(name_or_path: str) -> dict[str, Any]:
-    """A config from a file path, or by name from specs/configs/; BadConfig if missing or malformed."""
+    """A config from a file path, or by name from specs/configs/; BadConfig (naming the file) if missing or
+    malformed."""
     path = Path(name_or_path)
     try:
-        if path.suffix == ".json" or path.exists():
-            text = path.read_text(encoding="utf-8")
+        if path.suffix == ".json" or path.exists() or not name_or_path:
+            raw = strictjson.read_bounded(path, MAX_CONFIG_BYTES)
         else:
-            text = resources.files("kcm.specs").joinpath("configs", f"{name_or_path}.json").read_text("utf-8")
-    except (OSError, FileNotFoundError) as err:
+            raw = resources.files("kcm.specs").joinpath("configs", f"{name_or_path}.json").read_bytes()
+    except strictjson.InputError as err:
+        raise BadConfig(f"{name_or_path}: {err}") from None
+    except OSError as err:
         known = sorted(p.name[:-5] for p in resources.files("kcm.specs").joinpath("configs").iterdir()
                        if p.name.endswith(".json"))
-        raise BadConfig(f"no config {name_or_path!r} ({err.__class__.__name__}); shipped: {', '.join(known)}") from None
+        raise BadConfig(f"no config {name_or_path!r} ({err.strerror or err.__class__.__name__}); shipped: "
+                        f"{', '.join(known)}") from None
     try:
-        cfg = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise BadConfig(f"{name_or_path}: not valid JSON: {err}") from None
-    validate_config(cfg)
+        cfg = strictjson.loads(raw)
+        validate_config(cfg)
+    except strictjson.InputError as err:
+        raise BadConfig(f"{name_or_path}: {err}") from None
+    except BadConfig as err:
+        raise BadConfig(f"{name_or_path}: {err}") from None
     return cfg
 
 
 def validate_config(cfg: Any) -> None:
-    """Check a bounded configuration's keys and types; BadConfig names the first problem."""
-    if not isinstance(cfg, dict):
-        raise BadConfig("a config is a JSON object")
-    unknown = set(cfg) - _KEYS
-    if unknown:
-        raise BadConfig(f"unknown keys {sorted(unknown)}; known: {sorted(_KEYS)}")
-    brokers = cfg.get("brokers")
-    if not isinstance(brokers, list) or not brokers or not all(isinstance(b, int) and b >= 0 for b in brokers):
-        raise BadConfig("brokers: a non-empty list of broker ids")
-    variants = cfg.get("variants", [])
-    if not isinstance(variants, list) or not all(isinstance(v, str) and v for v in variants):
-        raise BadConfig("variants: a list of bug-variant names (each a reverted fix, e.g. \"KAFKA-7128\")")
-    for name in variants:
+    """Check a bounded configuration against specs/config.schema.json, then its meaning (brokers named are the
+    config's, variants and properties are known); BadConfig names the first problem by its JSON path."""
+    try:
+        strictjson.check_depth(cfg)
+    except strictjson.InputError as err:
+        raise BadConfig(str(err)) from None
+    problem = strictjson.first_error(_config_validator(), cfg)
+    if problem:
+        raise BadConfig(problem)
+    brokers = cfg["brokers"]
+    for i, name in enumerate(cfg.get("variants", [])):
         if not known_switch(name):
-            raise BadConfig(f"variants: unknown variant {name!r}; switches: {', '.join(SWITCHES)}")
-    if cfg.get("delivery", "sync") not in DELIVERY_MODES:
-        raise BadConfig(f"delivery: one of {', '.join(DELIVERY_MODES)}")
-    for fam in cfg.get("families", []):
-        if fam not in FAMILIES:
-            raise BadConfig(f"families: unknown family {fam!r}; known: {', '.join(FAMILIES)}")
-    for key in cfg.get("bounds", {}):
-        if key not in _BOUNDS:
-            raise BadConfig(f"bounds: unknown bound {key!r}; known: {', '.join(_BOUNDS)}")
-    for topic, assignment in list(cfg.get("topics", {}).items()) + list(cfg.get("late_topics", {}).items()):
-        for part, replicas in assignment.items():
-            if not part.isdigit() or not all(b in brokers for b in replicas):
-                raise BadConfig(f"topics.{topic}.{part}: replicas must be brokers of the config")
+            raise BadConfig(f"$.variants[{i}]: unknown variant {strictjson.cut(name)}; "
+                            f"switches: {', '.join(SWITCHES)}")
+    for key in ("topics", "late_topics"):
+        for topic, assignment in cfg.get(key, {}).items():
+            for part, replicas in assignment.items():
+                unknown = [b for b in replicas if b not in brokers]
+                if unknown:
+                    raise BadConfig(f"$.{key}.{topic}.{part}: brokers {unknown} are not in brokers {brokers}")
+    for i, target in enumerate(cfg.get("bounds", {}).get("reassign_targets", [])):
+        unknown = [b for b in target if b not in brokers]
+        if unknown:
+            raise BadConfig(f"$.bounds.reassign_targets[{i}]: brokers {unknown} are not in brokers {brokers}")
     names = {p.name for p in all_properties()}
-    for name in cfg.get("properties", []):
+    for i, name in enumerate(cfg.get("properties", [])):
         if name not in names:
-            raise BadConfig(f"properties: unknown property {name!r}")
+            raise BadConfig(f"$.properties[{i}]: unknown property {strictjson.cut(name)}")
 
 
 def all_properties() -> list[Property]:
@@ -183,8 +202,11 @@ class BoundedSystem(ModelBase):
         # Where a step may stop as soon as a write passes a bound (`successor`). The controller epoch only grows.
         # A partition znode's leader epoch only grows within a step unless a topic is deleted (its znode goes), a
         # zombie writes from its stale cache, or a leader rewrites the ISR with its own view (data plane).
-        grows = not self.families & {"deletion", "zombie_controller", "data_plane"}
+        grows = not self.families & {"deletion", "zombie_controller"}
         self._limits = (self.bounds["max_leader_epoch"] if grows else None, self.bounds["max_controller_epoch"])
+        # A leader's own ISR write happens only in the steps of LEADER_ISR_WRITES: only those run to their end.
+        self._own_write_limits = (None if "data_plane" in self.families else self._limits[0], self._limits[1])
+        self._max_records = self.bounds["max_records"]
 
     def can_reach(self, name: str) -> bool:
         """Whether this configuration's families and delivery can reach the named property (always true of rules)."""
@@ -311,8 +333,24 @@ class BoundedSystem(ModelBase):
         The same as `step` followed by the no-op and `within_boundary` tests, except that a step whose writes
         already pass the leader- or controller-epoch bound is stopped there instead of being run to its end.
         """
+        if type(action) is A.Produce and self._log_full(state, action):
+            return None
         kind, found = self.outcome(state, action)
         return found if kind == NEXT else None
+
+    def _log_full(self, state: Cluster, action: A.Produce) -> bool:
+        """Whether a produce is refused or leaves the bounds, told before it runs: its leader's log is full.
+
+        A produce appends its records to the acting leader's log and shortens no log, so when that log has no
+        room left for them the step ends past `max_records` (or is refused when there is no acting leader).
+        """
+        t = Txn(self.config, state)
+        try:
+            leader = dataplane.acting_leader(t, action.tp)
+        except KcmError:
+            return True
+        data = t.lookup("replicas", (action.tp[0], action.tp[1], leader))
+        return len(data.log) + action.records > self._max_records
 
     def outcome(self, state: Cluster, action: Any) -> tuple[str, tuple[Cluster, Effects] | None]:
         """What an action does in a state: (NEXT, (next state, effects)), or (REFUSED | UNCHANGED | OUTSIDE, None).
@@ -320,7 +358,8 @@ class BoundedSystem(ModelBase):
         OUTSIDE: the step leads past the bounds (liveness checks must not take that for a disabled action).
         """
         try:
-            nxt, effects = api.step(self.config, state, action, self._limits)
+            limits = self._own_write_limits if isinstance(action, LEADER_ISR_WRITES) else self._limits
+            nxt, effects = api.step(self.config, state, action, limits)
         except OutOfBounds:
             return OUTSIDE, None
         except KcmError:

@@ -10,10 +10,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from importlib import resources
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-import jsonschema
+from kcm.model import strictjson
 from kcm.model.actions import from_step
 from kcm.model.cluster import NO_CONTROLLER, ClusterConfig
 from kcm.model.errors import KcmError
@@ -43,54 +44,51 @@ class RunOutcome:
         return 1 if self.mismatches else 0
 
 
-_VALIDATOR: jsonschema.Draft202012Validator | None = None
+# Limits beyond the schema's (documented in docs/robustness.md and in the schema's description): the file's size,
+# and the records of all produce steps together (each record is kept in every replica's log, and a run's cost grows
+# with the logs' lengths).
+MAX_SCENARIO_BYTES = 8 << 20
+MAX_TOTAL_RECORDS = 10_000
+
+_VALIDATOR: Any = None
 
 
-def _validator() -> jsonschema.Draft202012Validator:
+def _validator() -> Any:
     global _VALIDATOR
     if _VALIDATOR is None:
         text = resources.files("kcm.specs").joinpath("scenario.schema.json").read_text(encoding="utf-8")
-        _VALIDATOR = jsonschema.Draft202012Validator(json.loads(text))
+        _VALIDATOR = strictjson.validator(json.loads(text))
     return _VALIDATOR
 
 
-def _path(parts: Any) -> str:
-    out = "$"
-    for p in parts:
-        out += f"[{p}]" if isinstance(p, int) else f".{p}"
-    return out
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    keys = [k for k, _ in pairs]
-    dup = sorted({k for k in keys if keys.count(k) > 1})
-    if dup:
-        raise InvalidScenario(f"duplicate key {dup[0]!r} in one JSON object")
-    return dict(pairs)
+def read_file(path: str | Path) -> dict[str, Any]:
+    """Read, parse and validate a scenario file (at most MAX_SCENARIO_BYTES); InvalidScenario or OSError."""
+    try:
+        raw = strictjson.read_bounded(path, MAX_SCENARIO_BYTES)
+    except strictjson.InputError as err:
+        raise InvalidScenario(str(err)) from None
+    return parse_text(raw)
 
 
 def parse_text(raw: bytes) -> dict[str, Any]:
     """Decode and parse the bytes of a scenario file; InvalidScenario names what is wrong."""
     try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise InvalidScenario(f"not UTF-8 text (byte {err.start})") from None
-    try:
-        doc = json.loads(text, object_pairs_hook=_no_duplicates)
-    except json.JSONDecodeError as err:
-        raise InvalidScenario(f"broken JSON at line {err.lineno} column {err.colno}: {err.msg}") from None
-    except RecursionError:
-        raise InvalidScenario("JSON nested too deeply") from None
+        doc = strictjson.loads(raw)
+    except strictjson.InputError as err:
+        raise InvalidScenario(str(err)) from None
     validate(doc)
     return doc
 
 
 def validate(doc: Any) -> None:
     """Check a parsed document against the schema, then its meaning; InvalidScenario on the first problem."""
-    errors = sorted(_validator().iter_errors(doc), key=lambda e: (list(e.absolute_path), e.message))
-    if errors:
-        best = jsonschema.exceptions.best_match(errors)
-        raise InvalidScenario(f"{_path(best.absolute_path)}: {best.message}")
+    try:
+        strictjson.check_depth(doc)
+    except strictjson.InputError as err:
+        raise InvalidScenario(str(err)) from None
+    problem = strictjson.first_error(_validator(), doc)
+    if problem:
+        raise InvalidScenario(problem)
     _check_meaning(doc)
 
 
@@ -102,6 +100,12 @@ def _check_meaning(doc: dict[str, Any]) -> None:
     controller = doc["config"].get("controller")
     if controller is not None and controller not in brokers:
         raise InvalidScenario(f"$.config.controller: broker {controller} is not in config.brokers")
+    records = 0
+    for i, step in enumerate(doc["steps"]):
+        records += step.get("records", 1) if step["op"] == "produce" else 0
+        if records > MAX_TOTAL_RECORDS:
+            raise InvalidScenario(f"$.steps[{i}].records: more than {MAX_TOTAL_RECORDS:,} records produced by the "
+                                  "file's steps together")
     created: set[tuple] = set()
     topics: set[str] = set()
     for step in doc["steps"]:

@@ -1,9 +1,8 @@
-"""`kcm explore`: verdicts on the tiny config, the same answer from Spark, and counterexamples that replay."""
+"""`kcm explore`: verdicts on the tiny config and counterexamples that replay (Spark: tests/test_spark.py)."""
 
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
 from kcm.checkers import bfs
@@ -134,39 +133,6 @@ def test_a_successor_stopped_at_a_bound_is_one_the_boundary_drops(name):
     assert stopped > 0  # some steps leave the bounds
 
 
-@pytest.mark.spark
-@pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java")
-def test_spark_and_local_agree_on_tiny_controller_and_a_bounded_unclean_run():
-    """One Spark session for both Spark engines (its start-up is the slow part): BFS, then random walks."""
-    from kcm.checkers import spark_bfs, spark_walk, walk
-
-    spark = spark_bfs.spark_session("local[2]")
-    try:
-        for name, bound in (("tiny", None), ("controller", None), ("unclean", 2000)):
-            model = BoundedSystem(load_config(name))
-            local = bfs.explore(model, max_states=bound)
-            distributed = spark_bfs.explore(model, spark, max_states=bound)
-            assert (distributed.distinct_states, distributed.transitions, distributed.depth, distributed.complete) == (
-                local.distinct_states, local.transitions, local.depth, local.complete)
-            assert distributed.verdicts(model.properties()) == local.verdicts(model.properties())
-            assert {k: len(v) for k, v in distributed.violations.items()} == {
-                k: len(v) for k, v in local.violations.items()}
-            for trace in distributed.violations.values():  # rebuilt from the partitions' parent links: it replays
-                state = model.init_states()[0]
-                for action in trace:
-                    state = model.next_state(state, action)
-                    assert state is not None
-        # Walks split across partitions report what one process reports: walk i is the same walk everywhere.
-        model = BoundedSystem(load_config("unclean"))
-        alone = walk.walk(model, 40, 20, seed=3)
-        spread = spark_walk.walk(model, spark, 40, 20, seed=3)
-        same = ("distinct_states", "transitions", "depth", "verdicts", "counterexamples", "walks")
-        assert alone.violations, "the unclean config loses an acked record within 40 walks"
-        assert {k: spread.to_json(model)[k] for k in same} == {k: alone.to_json(model)[k] for k in same}
-    finally:
-        spark.stop()
-
-
 def test_compact_visited_set_rebuilds_every_state_by_replay():
     from kcm.checkers.visited import replay
 
@@ -215,52 +181,9 @@ def test_progress_lines_on_stderr_unless_quiet(capsys):
 def test_progress_reports_every_level_when_asked_and_the_estimate_is_finite_once_levels_shrink():
     reports: list[bfs.Progress] = []
     model = BoundedSystem(load_config("tiny"))
-    found = bfs.search(model, "local", lambda s: s, _local_levels(model), lambda s: s,
-                       progress=reports.append, progress_every=0.0)
+    found = bfs.search(model, "local", bfs.expander(model), progress=reports.append, progress_every=0.0)
     assert reports[-1].states == found.distinct_states and reports[-1].frontier == 0
     assert [r.states for r in reports] == sorted(r.states for r in reports)
     assert reports[-2].eta_seconds is not None and reports[-2].eta_seconds >= 0
     assert bfs._eta([1, 4, 16], 16, 0, 0, 21, 1.0) is None  # a frontier still growing has no estimate
 
-
-def _local_levels(model):
-    """The local engine's level expansion, for calling `search` directly."""
-    from kcm.checkers.verdicts import indexed_successors, step_checks
-
-    props = model.properties()
-
-    def expand_level(frontier):
-        for pos, (_, state) in enumerate(frontier):
-            for aidx, action, nxt, effects in indexed_successors(model, state):
-                bad_step, reached = step_checks(model, state, action, nxt, effects, props)
-                yield model.fingerprint(nxt), nxt, pos, aidx, action, bad_step, None, reached
-    return expand_level
-
-
-def test_partitioned_rounds_without_spark_give_the_local_counts():
-    """The per-partition round logic (label-corrected local closure) on its own, partitions simulated in-process."""
-    from kcm.checkers.spark_bfs import NO_PARENT, PartitionStore, run_round
-    from kcm.model.fingerprint import encode
-
-    model = BoundedSystem(load_config("tiny"))
-    local = bfs.explore(model)
-    for parts, levels in ((2, 4), (3, 10), (1, 3)):
-        stores = [PartitionStore(i) for i in range(parts)]
-        inbox: dict[int, list] = {i: [] for i in range(parts)}
-        for i, s in enumerate(model.init_states()):
-            fp = model.fingerprint(s)
-            inbox[fp % parts].append((fp, (0, NO_PARENT, i, encode(s))))
-        rounds = 0
-        while any(inbox.values()) or any(s.pending() for s in stores):
-            rounds += 1
-            sent: dict[int, list] = {i: [] for i in range(parts)}
-            for i in range(parts):
-                for fp, cand in run_round(stores[i], inbox[i], model, parts, levels, 20000):
-                    assert fp % parts != i or levels == 1  # only foreign states are shipped
-                    sent[fp % parts].append((fp, cand))
-            inbox = sent
-        stats = [s.stats() for s in stores]
-        assert sum(s["states"] for s in stats) == local.distinct_states
-        assert sum(s["transitions"] for s in stats) == local.transitions
-        assert max(s["depth"] for s in stats) == local.depth
-        assert rounds <= local.depth + 1

@@ -1,7 +1,9 @@
-"""`kcm explore --checkpoint` and `--resume`: a run killed with SIGKILL, resumed, ends with the same counts."""
+"""`kcm explore --checkpoint` and `--resume`: safe, checked checkpoints; a killed run resumes to the same counts."""
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import pickle
 import shutil
@@ -10,20 +12,29 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
+from kcm.checkers import bfs, checkpoint
+from kcm.reference.bounded import BoundedSystem, load_config
 
 from kcm.cli import main
 
 CLI = [sys.executable, "-c", "import sys; from kcm.cli import main; sys.exit(main(sys.argv[1:]))", "explore"]
-KEYS = ("distinct_states", "transitions", "depth", "complete", "verdicts")
+KEYS = ("distinct_states", "transitions", "depth", "complete", "verdicts", "counterexamples")
 
 
-def _checkpoint_depth(path) -> int:
+def _checkpoint_depth(path, config: str = "controller") -> int:
     try:
-        with open(path, "rb") as inp:
-            return pickle.load(inp)["depth"]
-    except (OSError, EOFError, pickle.UnpicklingError, KeyError):
+        identity = checkpoint.config_identity(load_config(config))
+        return checkpoint.load(path, identity).meta["depth"]
+    except checkpoint.BadCheckpoint:
         return -1
+
+
+def _summary(args: list[str]) -> dict:
+    done = subprocess.run(CLI + args + ["--quiet", "--json"], capture_output=True, text=True, timeout=600)
+    assert done.returncode in (0, 1), done.stderr
+    return json.loads(done.stdout)
 
 
 def test_killed_run_resumes_to_the_counts_of_an_uninterrupted_run(tmp_path):
@@ -32,7 +43,7 @@ def test_killed_run_resumes_to_the_counts_of_an_uninterrupted_run(tmp_path):
                                    "--checkpoint-every", "0"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 240
-        # Wait for a checkpoint from the middle of the run (level 6 of 12), so the resumed part is real work.
+        # Wait for a checkpoint from the middle of the run (level 6 of 14), so the resumed part is real work.
         while _checkpoint_depth(ckpt) < 6:
             assert proc.poll() is None, proc.stderr.read().decode()
             assert time.monotonic() < deadline, "no checkpoint at level 6 within 240 s"
@@ -42,29 +53,125 @@ def test_killed_run_resumes_to_the_counts_of_an_uninterrupted_run(tmp_path):
         proc.wait()
     assert proc.returncode == -signal.SIGKILL
     resumed_from = _checkpoint_depth(ckpt)
-    assert 6 <= resumed_from < 12
-    resumed = subprocess.run(CLI + ["--config", "controller", "--quiet", "--json", "--resume", str(ckpt)],
-                             capture_output=True, text=True, timeout=300)
-    assert resumed.returncode == 0, resumed.stderr
-    whole = subprocess.run(CLI + ["--config", "controller", "--quiet", "--json"], capture_output=True, text=True,
-                           timeout=300)
-    a, b = json.loads(resumed.stdout), json.loads(whole.stdout)
+    assert 6 <= resumed_from < 14
+    a = _summary(["--config", "controller", "--resume", str(ckpt)])
+    b = _summary(["--config", "controller"])
     assert {k: a[k] for k in KEYS} == {k: b[k] for k in KEYS}
     assert a["distinct_states"] == 34755 and a["depth"] == 14
 
 
-def test_resume_refuses_a_checkpoint_of_another_config_or_a_bad_file(tmp_path, capsys):
+def test_a_write_killed_half_way_leaves_the_last_checkpoint_whole_and_its_temporary_file_is_cleaned(tmp_path):
+    ckpt = tmp_path / "unclean.ckpt"
+    model = BoundedSystem(load_config("unclean"))
+    identity = checkpoint.config_identity(model.cfg)
+    keep = checkpoint.Checkpointer(ckpt, 0, identity)
+    bfs.explore(model, max_states=300, checkpoint=keep)
+    before = ckpt.read_bytes()
+    # What a kill -9 inside `save` leaves: the old file and a partly written temporary file beside it.
+    stale = tmp_path / ".unclean.ckpt.x1y2z3.tmp"
+    stale.write_bytes(before[: len(before) // 2])
+    a = _summary(["--config", "unclean", "--continue", "--resume", str(ckpt), "--checkpoint", str(ckpt)])
+    assert not stale.exists()
+    b = _summary(["--config", "unclean", "--continue"])
+    assert {k: a[k] for k in KEYS} == {k: b[k] for k in KEYS}
+
+
+def _tiny_checkpoint(tmp_path, capsys) -> tuple:
     ckpt = tmp_path / "tiny.ckpt"
-    assert main(["explore", "--config", "tiny", "--quiet", "--checkpoint", str(ckpt), "--checkpoint-every", "0"]) == 0
+    assert main(["explore", "--config", "tiny", "--quiet", "--max-states", "200", "--checkpoint", str(ckpt),
+                 "--checkpoint-every", "0"]) == 3  # a partial run
     capsys.readouterr()
-    assert main(["explore", "--config", "controller", "--quiet", "--resume", str(ckpt)]) == 2
-    assert "another configuration" in capsys.readouterr().err
+    return ckpt, ckpt.read_bytes()
+
+
+def _refused(args: list[str], capsys) -> str:
+    assert main(["explore", "--quiet", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    return err
+
+
+def test_resume_refuses_a_checkpoint_of_another_config_or_a_bad_file(tmp_path, capsys):
+    ckpt, _ = _tiny_checkpoint(tmp_path, capsys)
+    assert "another configuration" in _refused(["--config", "controller", "--resume", str(ckpt)], capsys)
+    assert "another configuration" in _refused(["--config", "tiny", "--symmetry", "--resume", str(ckpt)], capsys)
     junk = tmp_path / "junk.ckpt"
     junk.write_bytes(b"not a checkpoint")
-    assert main(["explore", "--config", "tiny", "--quiet", "--resume", str(junk)]) == 2
-    assert "not a kcm explore checkpoint" in capsys.readouterr().err
-    assert main(["explore", "--config", "tiny", "--quiet", "--resume", str(tmp_path / "missing")]) == 2
-    assert "no checkpoint file" in capsys.readouterr().err
+    assert "not a kcm explore checkpoint" in _refused(["--config", "tiny", "--resume", str(junk)], capsys)
+    assert "no such checkpoint file" in _refused(["--config", "tiny", "--resume", str(tmp_path / "no")], capsys)
+    assert "empty file name" in _refused(["--config", "tiny", "--resume", ""], capsys)
+    assert "empty file name" in _refused(["--config", "tiny", "--checkpoint", ""], capsys)
+
+
+def test_a_config_that_differs_only_in_its_description_resumes(tmp_path, capsys):
+    ckpt, _ = _tiny_checkpoint(tmp_path, capsys)
+    cfg = dict(load_config("tiny"), description="the same cluster, described otherwise")
+    path = tmp_path / "tiny-described.json"
+    path.write_text(json.dumps(cfg))
+    assert main(["explore", "--config", str(path), "--quiet", "--json", "--resume", str(ckpt)]) == 0
+    assert json.loads(capsys.readouterr().out)["distinct_states"] == 651
+
+
+def test_every_damaged_byte_is_refused_never_resumed(tmp_path, capsys):
+    ckpt, good = _tiny_checkpoint(tmp_path, capsys)
+    head = good.index(b"\n") + 1
+    for at in [0, 10, head - 2, head, head + 40, len(good) // 2, len(good) - 1]:
+        bad = bytearray(good)
+        bad[at] ^= 0x04
+        ckpt.write_bytes(bytes(bad))
+        _refused(["--config", "tiny", "--resume", str(ckpt)], capsys)
+    ckpt.write_bytes(good[:-10])
+    assert "cut" in _refused(["--config", "tiny", "--resume", str(ckpt)], capsys)
+
+
+def _rewrite(ckpt, change) -> None:
+    """Rewrite a checkpoint's body with `change(arrays)` and a matching header: consistent checksums, bad body."""
+    good = ckpt.read_bytes()
+    head = json.loads(good[: good.index(b"\n")])
+    with np.load(io.BytesIO(good[good.index(b"\n") + 1:])) as archive:
+        arrays = {k: archive[k] for k in archive.files}
+    change(arrays)
+    body = io.BytesIO()
+    np.savez(body, **arrays)
+    data = body.getvalue()
+    head.update(body_bytes=len(data), body_sha256=hashlib.sha256(data).hexdigest())
+    ckpt.write_bytes(json.dumps(head).encode() + b"\n" + data)
+
+
+def test_an_inconsistent_body_with_a_matching_checksum_is_refused(tmp_path, capsys):
+    ckpt, good = _tiny_checkpoint(tmp_path, capsys)
+    _rewrite(ckpt, lambda a: a.update(frontier=a["frontier"][:-3]))  # a cut frontier
+    assert "frontier" in _refused(["--config", "tiny", "--resume", str(ckpt)], capsys)
+    ckpt.write_bytes(good)
+
+    def lose_level(a):
+        last = max(int(k.split(".")[1]) for k in a if k.startswith("parents."))
+        del a[f"parents.{last}"], a[f"actions.{last}"]
+    _rewrite(ckpt, lose_level)
+    _refused(["--config", "tiny", "--resume", str(ckpt)], capsys)
+    ckpt.write_bytes(good)
+
+    def wrong_action(a):
+        a["actions.2"] = a["actions.2"] + np.uint16(7)
+    _rewrite(ckpt, wrong_action)
+    _refused(["--config", "tiny", "--resume", str(ckpt)], capsys)
+    ckpt.write_bytes(good)
+    _rewrite(ckpt, lambda a: a.update(meta=np.frombuffer(b'{"depth": "x"}', dtype=np.uint8)))
+    assert "counters" in _refused(["--config", "tiny", "--resume", str(ckpt)], capsys)
+
+
+class _Boom:
+    def __reduce__(self):
+        return (open, ("/dev/null/never", "w"))  # what a crafted pickle would run on load
+
+
+def test_a_crafted_pickle_or_object_array_is_never_loaded(tmp_path, capsys):
+    ckpt, good = _tiny_checkpoint(tmp_path, capsys)
+    ckpt.write_bytes(pickle.dumps({"format": checkpoint.FORMAT, "boom": _Boom()}))
+    assert "not a kcm explore checkpoint" in _refused(["--config", "tiny", "--resume", str(ckpt)], capsys)
+    ckpt.write_bytes(good)
+    _rewrite(ckpt, lambda a: a.update(frontier=np.array([_Boom()], dtype=object)))
+    assert "not an array archive" in _refused(["--config", "tiny", "--resume", str(ckpt)], capsys)
 
 
 def test_resume_of_a_finished_tiny_run_gives_the_same_summary(tmp_path, capsys):
@@ -74,6 +181,17 @@ def test_resume_of_a_finished_tiny_run_gives_the_same_summary(tmp_path, capsys):
     whole = json.loads(capsys.readouterr().out)
     assert main(["explore", "--config", "tiny", "--quiet", "--json", "--resume", str(ckpt)]) == 0
     again = json.loads(capsys.readouterr().out)
+    assert {k: again[k] for k in KEYS} == {k: whole[k] for k in KEYS}
+
+
+def test_a_violation_found_before_the_checkpoint_is_kept_on_resume(tmp_path, capsys):
+    whole = _summary(["--config", "unclean", "--continue"])
+    ckpt = tmp_path / "unclean.ckpt"
+    model = BoundedSystem(load_config("unclean"))
+    keep = checkpoint.Checkpointer(ckpt, 0, checkpoint.config_identity(model.cfg))
+    partial = bfs.explore(model, max_states=700, checkpoint=keep)
+    assert partial.violations and not partial.complete
+    again = _summary(["--config", "unclean", "--continue", "--resume", str(ckpt)])
     assert {k: again[k] for k in KEYS} == {k: whole[k] for k in KEYS}
 
 
@@ -87,33 +205,6 @@ def test_checkpoint_options_are_checked(tmp_path, capsys):
 
 @pytest.mark.spark
 @pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java")
-def test_spark_run_resumed_from_a_middle_round_ends_with_the_same_counts(tmp_path, capsys):
-    from kcm.checkers import bfs, spark_bfs
-    from kcm.checkers.checkpoint import FORMAT, BadCheckpoint, Checkpointer
-    from kcm.reference.bounded import BoundedSystem, load_config
-
-    class Keep(Checkpointer):
-        """Keeps every snapshot (as a resumed run would read it back) instead of only the last one."""
-
-        snapshots: list = []
-
-        def write(self, snapshot):
-            self.snapshots.append(pickle.loads(pickle.dumps(dict(snapshot, format=FORMAT, key=self.key))))
-
-    model = BoundedSystem(load_config("controller"))
-    spark = spark_bfs.spark_session("local[2]")
-    try:
-        keep = Keep(tmp_path / "unused", 0, model.cfg)
-        whole = spark_bfs.explore(model, spark, checkpoint=keep)
-        assert len(keep.snapshots) > 3
-        middle = keep.snapshots[len(keep.snapshots) // 2]
-        resumed = spark_bfs.explore(model, spark, resume=middle)
-        assert (resumed.distinct_states, resumed.transitions, resumed.depth) == (
-            whole.distinct_states, whole.transitions, whole.depth) == (34755, 55520, 14)
-        assert resumed.verdicts(model.properties()) == whole.verdicts(model.properties())
-        with pytest.raises(BadCheckpoint):
-            bfs.explore(model, resume=middle)  # a Spark checkpoint is not the local engine's
-        with pytest.raises(BadCheckpoint):
-            spark_bfs.explore(model, spark, max_states=100, resume=middle)
-    finally:
-        spark.stop()
+def test_the_spark_engine_refuses_checkpoint_options(tmp_path, capsys):
+    assert main(["explore", "--engine", "spark", "--config", "tiny", "--checkpoint", str(tmp_path / "x")]) == 2
+    assert "local engine" in capsys.readouterr().err

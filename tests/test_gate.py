@@ -38,13 +38,15 @@ def test_the_shipped_gate_passes_every_stage():
     assert report.stages[2].summary.startswith("tiny: ")
 
 
-def test_a_failing_scenario_stops_the_gate_first(tmp_path):
+def test_a_failing_scenario_fails_its_stage_and_the_others_still_run(tmp_path):
     doc = json.loads((LIBRARY / "ops" / "broker-failure.json").read_text())
     doc["expect"]["partitions"]["t-0"]["leader"] = 0
     (tmp_path / "sc").mkdir()
     (tmp_path / "sc" / "wrong.json").write_text(json.dumps(doc))
-    report = run_gate(scenarios=tmp_path / "sc")
-    assert [s.status for s in report.stages] == [FAILED, SKIPPED, SKIPPED, SKIPPED]
+    shutil.copy(LIBRARY / "ops" / "broker-failure.json", tmp_path / "sc" / "right.json")
+    report = run_gate(scenarios=tmp_path / "sc", skip=["prove"])
+    assert [s.status for s in report.stages] == [FAILED, SKIPPED, PASSED, PASSED]
+    assert [(c.name, c.status) for c in report.stages[0].cases] == [("right.json", PASSED), ("wrong.json", FAILED)]
     assert report.failed().counterexample == {"scenario": "wrong.json",
                                               "mismatches": ["expect.partitions.t-0.leader: expected 0, got 2"]}
     (tmp_path / "sc" / "wrong.json").write_bytes(b"\x00\xff")
@@ -143,3 +145,28 @@ def test_cli_json_report_of_a_failing_trace(tmp_path):
     assert failed["counterexample"]["trace"] == "fine.jsonl" and failed["counterexample"]["line"] == 30
     human = kcm("--traces", str(folder))
     assert human.returncode == 1 and "gate FAILED at traces" in human.stdout and "line: 30" in human.stdout
+
+
+def test_only_and_skip_choose_stages_and_unknown_ones_are_input_errors(tmp_path):
+    report = run_gate(only=["traces"])
+    assert [s.status for s in report.stages] == [SKIPPED, SKIPPED, SKIPPED, PASSED] and report.ok
+    assert [s.status for s in run_gate(skip=["prove", "explore", "scenarios"]).stages][-1] == PASSED
+    with pytest.raises(GateInputError, match="unknown stage 'proof'"):
+        run_gate(only=["proof"])
+    done = kcm("--only", "traces,scenarios", "--skip", "scenarios", "--json")
+    assert done.returncode == 0, done.stderr
+    assert [s["status"] for s in json.loads(done.stdout)["stages"]] == [SKIPPED, SKIPPED, SKIPPED, PASSED]
+
+
+def test_the_self_proof_is_cached_by_model_hash(tmp_path, monkeypatch):
+    from kcm.checkers import gate
+
+    monkeypatch.setenv("KCM_CACHE_DIR", str(tmp_path))
+    first = prove_stage(brokers=2, cache=True)
+    assert first.status == PASSED and "cached" not in first.summary
+    assert [p.name for p in tmp_path.iterdir()] == [f"prove-{gate.model_hash(gate.DEFAULT_RULES, 2)}.json"]
+    calls = []
+    monkeypatch.setattr("kcm.checkers.prove.proofs.prove", lambda *a, **k: calls.append(a))
+    second = prove_stage(brokers=2, cache=True)
+    assert second.status == PASSED and "cached" in second.summary and not calls
+    assert gate.model_hash(gate.DEFAULT_RULES, 2) != gate.model_hash(gate.DEFAULT_RULES, 3)

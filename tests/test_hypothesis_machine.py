@@ -104,6 +104,10 @@ def test_always_violation_shrinks_to_a_replayable_scenario(tmp_path):
     assert {s["op"] for s in doc["steps"]} == {"broker_fail"}
     path = re.search(r"kcm run (\S+)", msg).group(1)
     assert json.loads(open(path, encoding="utf-8").read()) == doc
+    ev = info.value.evidence  # the same evidence the explorers give: states, diffs, the witness
+    assert ev["property"] == "SomeBrokerLive" and len(ev["steps"]) == 3 and ev["final_state"] == {"state": []}
+    assert ev["witness"]["entries"] == [{"what": "state", "before": [ev["steps"][-1]["action"]["broker"]],
+                                         "after": []}] and "witness: state\n" in msg
 
 
 def test_step_violation_is_caught(tmp_path):

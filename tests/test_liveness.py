@@ -156,10 +156,10 @@ def test_a_liveness_property_needs_its_families() -> None:
 
 
 def test_partial_runs_and_walks_do_not_judge_liveness(capsys: pytest.CaptureFixture[str]) -> None:
-    assert kcm_main(["explore", "--config", "liveness", "--max-states", "50", "--json", "--quiet"]) == 0
+    assert kcm_main(["explore", "--config", "liveness", "--max-states", "50", "--json", "--quiet"]) == 3  # partial
     summary = json.loads(capsys.readouterr().out)
     assert summary["verdicts"]["ReassignmentsFinish"].startswith("not judged")
-    assert kcm_main(["explore", "--config", "liveness", "--walks", "3", "--depth", "5", "--json", "--quiet"]) == 0
+    assert kcm_main(["explore", "--config", "liveness", "--walks", "3", "--depth", "5", "--json", "--quiet"]) == 3
     assert json.loads(capsys.readouterr().out)["verdicts"]["ProducesResolve"].startswith("not judged")
 
 

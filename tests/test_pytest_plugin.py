@@ -56,10 +56,10 @@ def test_offline_to_offline(kcm_oracle):
         {{"type": "partition_state_change", "partition": "t-0", "from": "OfflinePartition",
           "to": "OfflinePartition"}}])
 ''')
-    seeds = pytester.runpytest("-p", "no:cacheprovider")
+    seeds = pytester.runpytest("-p", "no:cacheprovider", "--kcm-rules", "seeds")
     seeds.assert_outcomes(passed=1, failed=2)
     seeds.stdout.fnmatch_lines(["*invalid_leader_hw_decreases.jsonl line 27: LeaderHwMonotone: *"])
-    kafka = pytester.runpytest("-p", "no:cacheprovider", "--kcm-rules", "kafka")
+    kafka = pytester.runpytest("-p", "no:cacheprovider")  # the default rule set is kafka
     kafka.assert_outcomes(passed=2, failed=1)
     unknown = pytester.runpytest("-p", "no:cacheprovider", "--kcm-rules", "nope")
     unknown.assert_outcomes(errors=3)

@@ -7,11 +7,9 @@ import json
 import sys
 from pathlib import Path
 
+from kcm import flags
 from kcm.model.variants import VARIANTS
 from kcm.reference.bounded import BadConfig
-
-NAME = "bugs"
-HELP = "explore each bug variant with the bug in (a violation is expected) and fixed (none is expected)"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -20,7 +18,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--list", action="store_true", help="list the variants and exit")
     p.add_argument("--json", action="store_true", help="print the table as JSON")
     p.add_argument("--out", help="write each counterexample as a `kcm run` scenario NAME.json into this folder")
-    p.add_argument("--max-states", type=int, help="cap each exploration (a capped fixed run is not called clean)")
+    p.add_argument("--max-states", type=flags.count(1, flags.MAX_STATES),
+                   help="cap each exploration (a capped fixed run is not called clean)")
+    p.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report of the counterexamples")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -31,6 +31,9 @@ def main(args: argparse.Namespace) -> int:
         for v in VARIANTS:
             print(f"{v.name:12} {v.affected:>24} -> {v.fixed:10} breaks {', '.join(v.breaks)}: {v.title}")
         return 0
+    if args.out and (why := flags.prepare_folder(args.out)):
+        print(f"kcm bugs: --out {args.out}: {why}", file=sys.stderr)
+        return 2
     try:
         rows = check_all(args.names or None, args.max_states)
     except (KeyError, BadConfig) as err:
@@ -38,17 +41,30 @@ def main(args: argparse.Namespace) -> int:
         return 2
     if args.out:
         folder = Path(args.out)
-        folder.mkdir(parents=True, exist_ok=True)
-        for row in rows:
-            if row["scenario"] is not None:
-                (folder / f"{row['name']}.json").write_text(json.dumps(row["scenario"], indent=1) + "\n")
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            for row in rows:
+                if row["scenario"] is not None:
+                    (folder / f"{row['name']}.json").write_text(json.dumps(row["scenario"], indent=1) + "\n")
+        except OSError as err:
+            print(f"kcm bugs: --out {args.out}: {err.strerror or err}", file=sys.stderr)
+            return 2
     ok = all(r["rediscovered"] and r["fixed_clean"] for r in rows)
     if args.json:
-        print(json.dumps({"variants": [{k: v for k, v in r.items() if k != "scenario"} for r in rows],
+        print(json.dumps({"variants": [{k: v for k, v in r.items() if k not in ("scenario", "evidence")} for r in rows],
                           "all_rediscovered": all(r["rediscovered"] for r in rows),
                           "all_fixed_clean": all(r["fixed_clean"] for r in rows)}, indent=2))
     else:
         print(_table(rows))
+    if args.html:
+        from kcm.checkers import html_report
+
+        found = {r["name"]: r["evidence"] for r in rows if r.get("evidence")}
+        try:
+            html_report.write(args.html, html_report.bugs_page(rows, found))
+        except OSError as err:
+            print(f"kcm bugs: cannot write {args.html}: {err.strerror}", file=sys.stderr)
+            return 2
     return 0 if ok else 1
 
 

@@ -6,11 +6,9 @@ import argparse
 import json
 import sys
 
+from kcm.checkers import ci_formats
 from kcm.checkers.log_rules import KAFKA_VERSIONS, Report, check_file, line_text, report_dict
 from kcm.model.tables import RULE_SETS
-
-NAME = "check-log"
-HELP = "check a Kafka state-change.log (0.8 to 3.x) for illegal moves (exit 0 clean, 1 violation, 2 unreadable)"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -21,12 +19,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rules", default=None, choices=sorted(RULE_SETS),
                    help="rule set to check against (default: kafka-0.8 for a 0.8 log, kafka otherwise)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--coverage", action="store_true", help="also print which table edges the log exercised")
+    ci_formats.add_arguments(p)
 
 
 def _print_text(report: Report, line: str | None) -> None:
     print(f"lines read:        {report.lines_read}")
     print(f"events:            {report.events}")
     print(f"unknown lines:     {report.unknown_lines} ({report.headerless_lines} without a log4j header)")
+    if report.unreadable_lines:
+        at = ", ".join(map(str, report.first_unreadable))
+        more = ", ..." if report.unreadable_lines > len(report.first_unreadable) else ""
+        print(f"unreadable lines:  {report.unreadable_lines} (skipped; at line {at}{more})")
     print(f"partitions seen:   {report.partitions_seen}")
     print(f"detected version:  {report.detected_version}")
     print(f"rules:             {report.rules}")
@@ -60,4 +64,18 @@ def main(args: argparse.Namespace) -> int:
         print(json.dumps(doc, indent=2, sort_keys=True))
     else:
         _print_text(report, line)
+    c = ci_formats.Case("check-log", args.file, file=args.file)
+    v = report.first_violation
+    if v is not None:
+        c.status, c.line, c.message, c.rule = ci_formats.FAILED, v.line, v.message, v.rule
+        c.detail = {"line": line, "state_before": v.state_before}
+    try:
+        ci_formats.write_outputs([c], args.junit_xml, args.sarif, args.github)
+    except OSError as err:
+        print(f"kcm check-log: cannot write {err.filename}: {err.strerror}", file=sys.stderr)
+        return 2
+    if args.coverage:
+        from kcm.checkers import coverage
+
+        print(coverage.text(coverage.of_log(args.file, args.kafka_version, report.rules)))
     return 0 if report.ok else 1

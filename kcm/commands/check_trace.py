@@ -6,31 +6,66 @@ import argparse
 import json
 import sys
 
-from kcm.checkers.oracle_trace import check_file
-from kcm.model.tables import DEFAULT_RULES, RULE_SETS, rule_set
-
-NAME = "check-trace"
-HELP = "replay a JSONL trace and report the first illegal step (exit 0 valid, 1 violation, 2 malformed)"
+from kcm.checkers import ci_formats
+from kcm.checkers.oracle_trace import Verdict, check_file
+from kcm.model.tables import ORACLE_RULES, RULE_SETS, rule_set
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Declare the options of `kcm check-trace`."""
-    p.add_argument("trace", help="one JSON event per line, as specs/trace.schema.json describes")
-    p.add_argument("--rules", default=DEFAULT_RULES, choices=sorted(RULE_SETS))
-    p.add_argument("--json", action="store_true", help="print the verdict as JSON")
+    p.add_argument("traces", nargs="+", metavar="TRACE",
+                   help="one or more traces: one JSON event per line, as specs/trace.schema.json describes")
+    p.add_argument("--rules", default=ORACLE_RULES, choices=sorted(RULE_SETS),
+                   help=f"rule set to judge by (default: {ORACLE_RULES})")
+    p.add_argument("--json", action="store_true", help="print the verdict as JSON (a list with several traces)")
+    p.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report")
+    p.add_argument("--coverage", action="store_true", help="also print which table edges the traces exercised")
+    ci_formats.add_arguments(p)
+
+
+def case(path: str, v: Verdict) -> ci_formats.Case:
+    """One trace's verdict as a CI case: failed at its line, with the broken rule."""
+    c = ci_formats.Case("check-trace", path, file=path)
+    if not v.ok:
+        c.status, c.line, c.message = ci_formats.FAILED, v.line, (f"malformed: {v.rule}" if v.malformed else v.rule)
+        c.rule = "malformed-trace" if v.malformed else "trace-rule"
+        c.detail = {"event": v.event, "state_before": v.state_before}
+    return c
 
 
 def main(args: argparse.Namespace) -> int:
-    """Replay the trace and print the verdict; 0 valid, 1 violation, 2 malformed or unreadable."""
-    try:
-        v = check_file(args.trace, rule_set(args.rules))
-    except OSError as exc:
-        print(f"kcm check-trace: cannot read {args.trace}: {exc.strerror or exc}", file=sys.stderr)
-        return 2
+    """Replay each trace and print its verdict; 0 all valid, 1 a violation, 2 malformed or unreadable."""
+    verdicts: list[tuple[str, Verdict]] = []
+    for path in args.traces:
+        try:
+            verdicts.append((path, check_file(path, rule_set(args.rules))))
+        except OSError as exc:
+            print(f"kcm check-trace: cannot read {path}: {exc.strerror or exc}", file=sys.stderr)
+            return 2
     if args.json:
-        print(json.dumps(v.to_json(), indent=2, sort_keys=True))
-    elif v.malformed:
-        print(f"kcm check-trace: {args.trace}: {v.message()}", file=sys.stderr)
-    else:
-        print(v.message())
-    return 0 if v.ok else 2 if v.malformed else 1
+        docs = [dict(v.to_dict(), trace=path) for path, v in verdicts]
+        print(json.dumps(docs[0] if len(docs) == 1 else docs, indent=2, sort_keys=True))
+    for path, v in verdicts:
+        if args.json:
+            continue
+        prefix = f"{path}: " if len(verdicts) > 1 else ""
+        if v.malformed:
+            print(f"kcm check-trace: {path}: {v.message()}", file=sys.stderr)
+        else:
+            print(prefix + v.message())
+    try:
+        ci_formats.write_outputs([case(p, v) for p, v in verdicts], args.junit_xml, args.sarif, args.github)
+        if args.html or args.coverage:
+            from kcm.checkers import coverage, html_report
+
+            cov = coverage.of_traces([p for p, _ in verdicts], args.rules)
+            if args.coverage:
+                print(coverage.text(cov))
+            if args.html:
+                html_report.write(args.html, html_report.traces_page(verdicts, cov))
+    except OSError as err:
+        print(f"kcm check-trace: cannot write {err.filename}: {err.strerror}", file=sys.stderr)
+        return 2
+    if any(v.malformed for _, v in verdicts):
+        return 2
+    return 0 if all(v.ok for _, v in verdicts) else 1

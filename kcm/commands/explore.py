@@ -6,41 +6,57 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
-from kcm.checkers import checkpoint, liveness, spark_bfs, walk
+from kcm import flags
+from kcm.checkers import bfs, checkpoint, evidence, liveness, walk
 from kcm.checkers.bfs import Progress
 from kcm.checkers.checkpoint import BadCheckpoint, Checkpointer
 from kcm.checkers.symmetry import SymmetricModel
 from kcm.reference.bounded import BadConfig, BoundedSystem, load_config
-
-NAME = "explore"
-HELP = "explore every interleaving of a bounded cluster and report each property's verdict"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Declare the options of `kcm explore`."""
     p.add_argument("--config", default="tiny", help="a config name from specs/configs/ or a path (default: tiny)")
     p.add_argument("--engine", choices=("local", "spark"), default="local")
-    p.add_argument("--master", default="local[*]", help="any Spark master URL (spark engine; default local[*])")
-    p.add_argument("--spark-memory", default=spark_bfs.DEFAULT_MEMORY, metavar="SIZE",
-                   help="spark engine: JVM heap of the driver (in local mode also the executors'), "
-                        f"default {spark_bfs.DEFAULT_MEMORY}")
-    p.add_argument("--local-levels", type=int, default=4, metavar="N",
-                   help="spark engine: levels each partition expands on its own before a shuffle (default 4)")
-    p.add_argument("--max-states", type=int, help="stop after this many distinct states (the run is then partial)")
+    p.add_argument("--master", metavar="URL",
+                   help="spark engine: a Spark master URL (default: spark-submit's or spark-defaults.conf's master, "
+                        "else local[*]; a local master gets task retries: local[N] runs as local[N,4])")
+    p.add_argument("--spark-memory", metavar="SIZE",
+                   help="spark engine: JVM heap of the driver (in local mode also the executors') and of each "
+                        "executor (default 4g for the driver kcm starts; under spark-submit the driver's is "
+                        "spark-submit's --driver-memory)")
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="spark engine: a Spark setting passed through (repeatable), as spark-submit's --conf")
+    p.add_argument("--spark-log", action="store_true",
+                   help="spark engine: Spark's own logging (start-up lines, warnings) instead of errors only")
+    p.add_argument("--workers", type=flags.count(1, 256), default=1, metavar="N",
+                   help="local engine: N owner processes, states partitioned by fingerprint (TLC's -workers; "
+                        "default 1: this process alone); the same counts and counterexamples")
+    p.add_argument("--max-states", type=flags.count(1, flags.MAX_STATES),
+                   help="stop after this many distinct states (the run is then partial)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--out", help="write each counterexample as a `kcm run` scenario into this folder")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
-    p.add_argument("--walks", type=int, help="random-walk mode (either engine): run N seeded walks instead of BFS")
-    p.add_argument("--depth", type=int, default=100, help="steps per random walk at most (default: 100)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the random walks (default: 0)")
+    p.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report (counterexamples, coverage)")
+    p.add_argument("--coverage", action="store_true", help="also report which table edges the exploration covered")
+    p.add_argument("--walks", type=flags.count(1, flags.MAX_WALKS),
+                   help="random-walk mode (either engine): run N seeded walks instead of BFS")
+    p.add_argument("--depth", type=flags.count(0, flags.MAX_DEPTH),
+                   default=100, help="steps per random walk at most (default: 100)")
+    p.add_argument("--seed", type=flags.count(0, flags.MAX_SEED),
+                   default=0, help="seed of the random walks (default: 0)")
     p.add_argument("--symmetry", action="store_true", help="reduce by the config's interchangeable brokers")
     p.add_argument("--symmetry-compare", action="store_true",
                    help="with --symmetry, also run unreduced and report both counts")
     p.add_argument("--checkpoint", metavar="FILE", help="write a checkpoint to FILE at level (spark: round) boundaries")
-    p.add_argument("--checkpoint-every", metavar="SECONDS", type=float, default=60.0,
+    p.add_argument("--checkpoint-every", metavar="SECONDS", type=flags.seconds(0, flags.MAX_SECONDS), default=60.0,
                    help="at most one checkpoint per this many seconds (default 60; 0: at every level)")
     p.add_argument("--resume", metavar="FILE", help="continue the run saved in this checkpoint (same config)")
+    p.add_argument("--continue", dest="keep_going", action="store_true",
+                   help="explore the whole boundary; by default the search stops after the level of the first "
+                        "violation (every counterexample is still the shortest, and the same on every engine)")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -54,20 +70,29 @@ def main(args: argparse.Namespace) -> int:
     except (BadConfig, ValueError) as err:
         print(f"kcm explore: {err}", file=sys.stderr)
         return 2
+    if args.out and (why := flags.prepare_folder(args.out)):
+        print(f"kcm explore: --out {args.out}: {why}", file=sys.stderr)
+        return 2
     if args.checkpoint_every < 0:
         print("kcm explore: --checkpoint-every must be 0 or more seconds", file=sys.stderr)
         return 2
-    checkpointer = Checkpointer(args.checkpoint, args.checkpoint_every, model.cfg) if args.checkpoint else None
-    if args.local_levels < 1:
-        print("kcm explore: --local-levels must be at least 1", file=sys.stderr)
+    if args.workers < 1 or args.workers > 256 or args.workers > 1 and (args.engine != "local" or args.walks):
+        print("kcm explore: --workers takes 1 to 256, with the local engine's exhaustive search", file=sys.stderr)
         return 2
+    if args.engine == "spark" and (args.checkpoint is not None or args.resume is not None):
+        print("kcm explore: --checkpoint and --resume are for the local engine", file=sys.stderr)
+        return 2
+    identity = checkpoint.config_identity(model.cfg, "symmetry" if explored is not model else "none")
     resume = None
-    if args.resume:
-        try:
-            resume = checkpoint.load(args.resume, model.cfg)
-        except BadCheckpoint as err:
-            print(f"kcm explore: {err}", file=sys.stderr)
-            return 2
+    try:
+        checkpointer = (Checkpointer(args.checkpoint, args.checkpoint_every, identity)
+                        if args.checkpoint is not None else None)
+        if args.resume is not None:
+            resume = checkpoint.load(args.resume, identity)
+    except BadCheckpoint as err:
+        print(f"kcm explore: {err}", file=sys.stderr)
+        return 2
+    stop_at = None if args.keep_going or args.walks is not None else bfs.safety_names(explored)
 
     def progress(p: Progress) -> None:
         if not args.quiet:
@@ -82,39 +107,21 @@ def main(args: argparse.Namespace) -> int:
                   file=sys.stderr, flush=True)
 
     if args.engine == "spark":
-        # One Spark session serves either run (BFS or walks); its start, failure and stop are handled once here.
-        from py4j.protocol import Py4JError
-
-        from kcm.checkers import spark_walk
-
-        spark = spark_bfs.spark_session(args.master, args.spark_memory)
-        try:
-            if args.walks is not None:
-                found = spark_walk.walk(explored, spark, args.walks, args.depth, args.seed, progress=walk_progress)
-            else:
-                found = spark_bfs.explore(explored, spark, args.max_states, progress, local_levels=args.local_levels,
-                                          checkpoint=checkpointer, resume=resume)
-        except (OSError, BadCheckpoint) as err:
-            print(f"kcm explore: {err}", file=sys.stderr)
-            return 2
-        except Py4JError:
-            # The JVM failed (most often out of heap); Spark has logged the cause above.
-            print(f"kcm explore: the Spark job failed (see Spark's log above; if it ran out of Java heap, raise "
-                  f"--spark-memory, now {args.spark_memory})", file=sys.stderr)
-            return 2
-        finally:
-            try:
-                spark.stop()
-            except Py4JError:
-                pass  # the JVM is already gone
+        found = _spark(args, explored, checkpointer, resume, progress, walk_progress, stop_at)
+        if isinstance(found, int):
+            return found
     elif args.walks is not None:
         found = walk.walk(explored, args.walks, args.depth, args.seed, progress=walk_progress)
     else:
-        from kcm.checkers import bfs
-
         try:
-            found = bfs.explore(explored, args.max_states, progress, checkpointer, resume)
-        except (OSError, BadCheckpoint) as err:
+            if args.workers > 1:
+                from kcm.checkers import workers
+
+                found = workers.explore(explored, args.workers, args.max_states, progress, checkpointer, resume,
+                                        stop_at=stop_at)
+            else:
+                found = bfs.explore(explored, args.max_states, progress, checkpointer, resume, stop_at=stop_at)
+        except (OSError, BadCheckpoint, RuntimeError) as err:
             print(f"kcm explore: {err}", file=sys.stderr)
             return 2
     if args.walks is None:  # a walk sees no whole graph: its EVENTUALLY verdicts stay "not judged"
@@ -124,16 +131,34 @@ def main(args: argparse.Namespace) -> int:
     if explored is not model:
         summary["symmetry"] = {"group_size": len(explored.group), "reduced_states": found.distinct_states}
         if args.symmetry_compare:  # unreduced on the local engine: every engine reports the same counts
-            from kcm.checkers import bfs
-
             unreduced = (walk.walk(model, args.walks, args.depth, args.seed) if args.walks is not None
-                         else bfs.explore(model, args.max_states))
+                         else bfs.explore(model, args.max_states, stop_at=stop_at))
             summary["symmetry"]["unreduced_states"] = unreduced.distinct_states
     if args.out:
         folder = Path(args.out)
-        folder.mkdir(parents=True, exist_ok=True)
-        for name, cex in summary["counterexamples"].items():
-            (folder / f"{name}.json").write_text(json.dumps(cex["scenario"], indent=1) + "\n")
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            for name, cex in summary["counterexamples"].items():
+                (folder / f"{name}.json").write_text(json.dumps(cex["scenario"], indent=1) + "\n")
+        except OSError as err:
+            print(f"kcm explore: --out {args.out}: {err.strerror or err}", file=sys.stderr)
+            return 2
+    cov = None
+    if args.coverage or args.html:
+        from kcm.checkers import coverage
+
+        cov = coverage.of_exploration(model, args.max_states)  # the local engine's transitions, counted
+        summary["coverage"] = cov.to_dict()
+    if args.html:
+        from kcm.checkers import html_report
+
+        try:
+            html_report.write(args.html, html_report.exploration_page(summary, summary["coverage"]))
+        except OSError as err:
+            print(f"kcm explore: cannot write {args.html}: {err.strerror}", file=sys.stderr)
+            return 2
+    if not args.coverage:
+        summary.pop("coverage", None)
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
@@ -143,12 +168,29 @@ def main(args: argparse.Namespace) -> int:
             unreduced = f", {sym['unreduced_states']:,} without" if "unreduced_states" in sym else ""
             print(f"  symmetry: a group of {sym['group_size']} broker permutation(s), {sym['reduced_states']:,} "
                   f"states reduced{unreduced}")
-    return 1 if summary["counterexamples"] else 0
+        if cov is not None and args.coverage:
+            print(coverage.text(cov))
+    return 1 if summary["counterexamples"] else 0 if summary["complete"] else PARTIAL
+
+
+PARTIAL = 3  # exit code of a run cut short by --max-states that found no violation: nothing is known to hold
+
+
+def _steps(n: int) -> str:
+    return "this 1 step" if n == 1 else f"these {n} steps"
+
+
+def _partial(s: dict) -> str:
+    if s["complete"]:
+        return ""
+    if s.get("stopped_at_violation"):
+        return " (stopped after the level of the first violation; --continue explores everything)"
+    return " (partial: --max-states)"
 
 
 def _text(s: dict) -> str:
     lines = [f"kcm explore: config {s['config']}, engine {s['engine']}",
-             f"  distinct states {s['distinct_states']:,}{'' if s['complete'] else ' (partial: --max-states)'}, "
+             f"  distinct states {s['distinct_states']:,}{_partial(s)}, "
              f"transitions {s['transitions']:,}, depth {s['depth']}, {s['seconds']} s, "
              f"{s['states_per_second'] or 0:,} states/s, visited set {s['bytes_per_state']} bytes/state",
              f"  probability that a fingerprint collision hid a state: <= {s['collision_probability']:.1e}",
@@ -157,14 +199,74 @@ def _text(s: dict) -> str:
     for name, cex in s["counterexamples"].items():
         steps = cex["scenario"]["steps"]
         loop = len(steps) - cex["length"] + cex["loop_start"] if "loop_start" in cex else None
+        first = len(steps) - cex["length"]
+        setup = ("step 0 sets up the config's topics, " if first == 1 else
+                 f"steps 0-{first - 1} set up the config's topics and deliver their requests, " if first else "")
         if loop is None:
-            lines.append(f"  counterexample to {name} ({cex['length']} steps after set-up), as a `kcm run` scenario:")
+            lines.append(f"  counterexample to {name}: violated after {_steps(cex['length'])} ({setup}the diff of "
+                         f"each step below; --json or --html for every state):")
         elif loop == len(steps):
-            lines.append(f"  counterexample to {name}: after these {cex['length']} steps (after set-up) the cluster "
-                         f"stays unsettled with no fair step left to take; as a `kcm run` scenario:")
+            lines.append(f"  counterexample to {name}: after {_steps(cex['length'])} ({setup}see below) the cluster "
+                         f"stays unsettled with no fair step left to take:")
         else:
-            lines.append(f"  counterexample to {name}: a lasso of {cex['length']} steps after set-up; the steps from "
-                         f"{loop} on repeat forever, fairly; as a `kcm run` scenario of one pass:")
-        for i, step in enumerate(steps):
-            lines.append(f"    {i:2}. {json.dumps(step)}{'   <- the loop starts here' if i == loop else ''}")
+            lines.append(f"  counterexample to {name}: a lasso of {cex['length']} step{'s' * (cex['length'] != 1)} "
+                         f"({setup}see below); the steps from {loop} on repeat forever, fairly:")
+        lines += evidence.text(cex["evidence"])
+    if not s["complete"] and not s["counterexamples"]:
+        lines.append(f"  partial run: no property is violated within {s['distinct_states']:,} states; nothing is "
+                     f"shown to hold (exit {PARTIAL})")
     return "\n".join(lines)
+
+
+def _spark(args: argparse.Namespace, explored: Any, checkpointer: Checkpointer | None, resume: Any,
+           progress: Any, walk_progress: Any, stop_at: Any) -> Any:
+    """The run on Spark (BFS or walks): the session's start, failure and stop handled once; an int is an exit code."""
+    try:
+        from py4j.protocol import Py4JError
+        from pyspark.errors import PySparkException
+
+        from kcm.checkers import spark_bfs, spark_walk
+        from kcm.checkers.spark_session import BadMaster, check_conf, spark_session
+    except ImportError as err:
+        print(f"kcm explore: the spark engine needs pyspark and pyarrow ({err})", file=sys.stderr)
+        return 2
+    try:
+        spark = spark_session(args.master, args.spark_memory, check_conf(args.conf), args.spark_log)
+    except BadMaster as err:
+        print(f"kcm explore: {err}", file=sys.stderr)
+        return 2
+    except (Py4JError, PySparkException, OSError) as err:
+        print(f"kcm explore: Spark did not start: {_first_line(err)}", file=sys.stderr)
+        return 2
+    try:
+        if args.walks is not None:
+            return spark_walk.walk(explored, spark, args.walks, args.depth, args.seed, progress=walk_progress)
+        return spark_bfs.explore(explored, spark, args.max_states, progress, checkpoint=checkpointer, resume=resume,
+                                 stop_at=stop_at)
+    except (OSError, BadCheckpoint) as err:
+        print(f"kcm explore: {err}", file=sys.stderr)
+        return 2
+    except (Py4JError, PySparkException) as err:
+        # The JVM failed, or a task failed more often than its retries allow; Spark's own log says more.
+        print(f"kcm explore: the Spark job failed: {_first_line(err)} (if the JVM ran out of heap, raise "
+              f"--spark-memory; --spark-log shows Spark's log)", file=sys.stderr)
+        return 2
+    finally:
+        try:
+            spark.stop()
+        except Py4JError:
+            pass  # the JVM is already gone
+
+
+def _first_line(err: BaseException) -> str:
+    """The telling line of a Spark error, cut short: its Python exception if it carries one, else its first line.
+
+    Spark's messages carry whole stack traces (the JVM's and the Python worker's); the worker's own exception
+    line ("ModuleNotFoundError: No module named 'kcm'") is what says what happened.
+    """
+    import re
+
+    text = str(err).strip().splitlines()
+    causes = [line.strip() for line in text[:400] if re.match(r"\s*[\w.]+(Error|Exception|Exit): ", line)]
+    line = causes[-1] if causes else (text[0] if text else err.__class__.__name__)
+    return line if len(line) <= 300 else line[:300] + "..."

@@ -8,16 +8,18 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from kcm import flags
+from kcm.checkers import evidence
 from kcm.checkers.prove import bounded_bmc
 from kcm.checkers.prove.bounded import BoundedEncoding, UnsupportedConfig
 from kcm.checkers.prove.encoding import Encoding
 from kcm.checkers.prove.invariants import INVARIANTS, invariant
 from kcm.checkers.prove.proofs import NO_VIOLATION, PROVED, Counterexample, Result, SolverGaveUp, bmc, prove
+from kcm.model.strictjson import InputError, loads, read_bounded
 from kcm.model.tables import RULE_SETS, rule_set
-from kcm.reference.bounded import BadConfig, BoundedSystem, load_config
-
-NAME = "prove"
-HELP = "prove the safety invariants inductive with Z3 (or --bmc K: bounded model checking)"
+from kcm.reference.bounded import BadConfig, BoundedSystem, load_config, validate_config
+from kcm.reference.scenario import MAX_SCENARIO_BYTES, InvalidScenario
+from kcm.reference.scenario import validate as validate_scenario
 
 MAX_BROKERS = 8
 
@@ -25,9 +27,11 @@ MAX_BROKERS = 8
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Declare the options of `kcm prove`."""
     p.add_argument("--rules", default="seeds", choices=sorted(RULE_SETS))
-    p.add_argument("--brokers", type=int, default=5, help=f"cluster size, 1..{MAX_BROKERS} (default 5)")
+    p.add_argument("--brokers", type=flags.count(1, MAX_BROKERS),
+                   default=5, help=f"cluster size, 1..{MAX_BROKERS} (default 5)")
     p.add_argument("--invariant", action="append", choices=[i.name for i in INVARIANTS], help="only these")
-    p.add_argument("--bmc", type=int, metavar="K", help="bounded model checking to depth K instead of induction")
+    p.add_argument("--bmc", type=flags.count(0, flags.MAX_BMC_DEPTH),
+                   metavar="K", help="bounded model checking to depth K instead of induction")
     p.add_argument(
         "--config",
         help="with --bmc: an explorer config (NAME of specs/configs/, or a JSON file) checked over its exact "
@@ -36,7 +40,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bug", action="append", default=[], choices=sorted(BUGS), help="switch on a seeded bug")
     p.add_argument(
         "--trace-depth",
-        type=int,
+        type=flags.count(0, flags.MAX_BMC_DEPTH),
         default=7,
         metavar="D",
         help="when a proof fails, search executions up to D steps for a trace (default 7, 0: off)",
@@ -53,17 +57,18 @@ BUGS = {
 def _load_config(name: str) -> dict[str, Any]:
     path = Path(name)
     if not path.suffix:
-        path = Path(__file__).resolve().parents[2] / "specs" / "configs" / f"{name}.json"
+        return load_config(name)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ValueError(f"no config {name!r} (looked for {path.name})") from None
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"config {name!r} is not JSON: {exc}") from None
-    config = data.get("config", data)
-    if not isinstance(config, dict) or not isinstance(config.get("brokers"), list) or not config["brokers"]:
-        raise ValueError(f"config {name!r} has no non-empty 'brokers' list")
-    return config
+        data = loads(read_bounded(path, MAX_SCENARIO_BYTES))
+        if isinstance(data, dict) and "config" in data:
+            validate_scenario({"config": data["config"], "steps": []})  # only its config is read
+            return data["config"]
+        validate_config(data)
+    except OSError as exc:
+        raise ValueError(f"no config {name!r} ({exc.strerror or exc.__class__.__name__})") from None
+    except (InputError, InvalidScenario, BadConfig) as exc:
+        raise ValueError(f"{name}: {exc}") from None
+    return data
 
 
 def _encoding(args: argparse.Namespace) -> Encoding:
@@ -87,8 +92,8 @@ def _explorer_config(name: str) -> bool:
     if not path.suffix:
         return True
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
+        data = loads(read_bounded(path, MAX_SCENARIO_BYTES))
+    except (OSError, InputError):
         return True  # load_config reports the problem
     return not (isinstance(data, dict) and "config" in data)
 
@@ -128,9 +133,9 @@ def result_json(r: Result) -> dict[str, Any]:
         "verdict": r.verdict,
         "solver_seconds": round(r.seconds, 4),
         "strengthening": list(r.strengthening),
-        "needed_because": r.needed_because._asdict() if r.needed_because else None,
-        "counterexample": r.counterexample._asdict() if r.counterexample else None,
-        "counterexample_to_induction": r.cti._asdict() if r.cti else None,
+        "needed_because": _with_diffs(r.needed_because) if r.needed_because else None,
+        "counterexample": _with_diffs(r.counterexample) if r.counterexample else None,
+        "counterexample_to_induction": _with_diffs(r.cti) if r.cti else None,
     }
 
 
@@ -156,9 +161,7 @@ def render_table(results: list[Result]) -> str:
 def _render_cex(title: str, cex: Counterexample) -> list[str]:
     lines = [f"  {title} (breaks {cex.conjunct}):"]
     if cex.actions:
-        lines.append(f"    state 0: {_state_line(cex.states[0])}")
-        for i, (act, st) in enumerate(zip(cex.actions, cex.states[1:], strict=True), 1):
-            lines += [f"    --{act}-->", f"    state {i}: {_state_line(st)}"]
+        lines += _trace_lines(cex.actions, cex.states)
     elif len(cex.states) == 2:
         lines += [
             f"    before: {_state_line(cex.states[0])}",
@@ -172,6 +175,25 @@ def _render_cex(title: str, cex: Counterexample) -> list[str]:
 
 def _state_line(st: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in st.items())
+
+
+def _trace_lines(actions: Any, states: list[dict[str, Any]]) -> list[str]:
+    """The first state whole, then after each step only what it changed (as `kcm explore` prints its traces)."""
+    lines = [f"    state 0: {_state_line(states[0])}"]
+    for i, (act, st) in enumerate(zip(actions, states[1:], strict=True), 1):
+        changed = evidence.diff(states[i - 1], st)
+        lines += [f"    --{act}-->",
+                  f"    state {i}: " + (", ".join(f"{k}: {c['before']} -> {c['after']}" for k, c in changed.items())
+                                         or "(unchanged)")]
+    return lines
+
+
+def _with_diffs(cex: Any) -> dict[str, Any]:
+    """A counterexample as JSON-ready data, with the diff of each step next to the states."""
+    out = cex._asdict()
+    states = list(out.get("states") or [])
+    out["diffs"] = [evidence.diff(a, b) for a, b in zip(states, states[1:], strict=False)]
+    return out
 
 
 def _bmc_config(args: argparse.Namespace) -> int:
@@ -211,7 +233,9 @@ def _bmc_config(args: argparse.Namespace) -> int:
 def finding_json(f: bounded_bmc.Finding) -> dict[str, Any]:
     """One BMC finding as JSON-ready data."""
     return {"property": f.name, "verdict": f.verdict, "solver_seconds": round(f.seconds, 4), "depth": f.depth,
-            "trace": {"actions": list(f.actions), "states": list(f.states)} if f.states else None}
+            "trace": {"actions": list(f.actions), "states": list(f.states),
+                      "diffs": [evidence.diff(a, b) for a, b in zip(f.states, f.states[1:], strict=False)]}
+            if f.states else None}
 
 
 def render_findings(findings: list[bounded_bmc.Finding], unchecked: dict[str, str]) -> str:
@@ -221,10 +245,8 @@ def render_findings(findings: list[bounded_bmc.Finding], unchecked: dict[str, st
     lines += [f"{f.name:<{width}}  {f.verdict:<14} {f.seconds * 1000:8.1f} ms" for f in findings]
     for f in findings:
         if f.verdict == bounded_bmc.VIOLATED:
-            lines += ["", f"{f.name}: violated after {len(f.actions)} steps"]
-            lines.append(f"    state 0: {_state_line(f.states[0])}")
-            for i, (act, st) in enumerate(zip(f.actions, f.states[1:], strict=True), 1):
-                lines += [f"    --{act}-->", f"    state {i}: {_state_line(st)}"]
+            lines += ["", f"{f.name}: violated after {len(f.actions)} step{'s' * (len(f.actions) != 1)}"]
+            lines += _trace_lines(f.actions, f.states)
         elif f.verdict == bounded_bmc.REACHED:
             lines.append(f"{f.name}: reached by {' -> '.join(f.actions) or 'the initial state'}")
     if any(f.name not in bounded_bmc.GOALS for f in findings):

@@ -6,10 +6,7 @@ import argparse
 import json
 import sys
 
-from kcm.reference.scenario import InvalidScenario, parse_text, run
-
-NAME = "run"
-HELP = "run a JSON scenario through the reference controller and print the result document"
+from kcm.reference.scenario import InvalidScenario, read_file, run
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -18,18 +15,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trace", action="store_true", help="add the per-step log to the result")
     p.add_argument("--zookeeper", metavar="HOST:PORT",
                    help="live mode: mirror every ZooKeeper effect on this real server (needs kcm[live])")
+    p.add_argument("--coverage", action="store_true",
+                   help="also print on stderr which table edges, operations and selectors the scenario exercised")
 
 
 def main(args: argparse.Namespace) -> int:
     """Validate, run, print the result; exit 0 / 1 / 2 as the contract says."""
     try:
-        with open(args.scenario, "rb") as fh:
-            raw = fh.read()
+        doc = read_file(args.scenario)
     except OSError as err:
-        print(f"kcm run: {args.scenario}: cannot read: {err.strerror}", file=sys.stderr)
+        print(f"kcm run: {args.scenario}: cannot read: {err.strerror or err}", file=sys.stderr)
         return 2
-    try:
-        doc = parse_text(raw)
     except InvalidScenario as err:
         print(f"kcm run: {args.scenario}: invalid scenario: {err}", file=sys.stderr)
         return 2
@@ -46,4 +42,9 @@ def main(args: argparse.Namespace) -> int:
     print(json.dumps(outcome.result, indent=2))
     for line in outcome.mismatches:
         print(f"kcm run: {line}", file=sys.stderr)
+    if args.coverage:  # stderr: stdout is the contract's result document alone
+        from kcm.checkers import coverage
+
+        for cov in coverage.of_scenarios([args.scenario]).values():
+            print(coverage.text(cov), file=sys.stderr)
     return outcome.exit_code

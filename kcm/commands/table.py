@@ -8,9 +8,6 @@ import sys
 from kcm.model.render import MACHINES, GraphvizMissing, table_dot, table_json, table_markdown, table_svg
 from kcm.model.tables import RULE_SETS, rule_set
 
-NAME = "table"
-HELP = "print the partition and replica transition tables of a rule set"
-
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Declare the options of `kcm table`."""
@@ -31,8 +28,12 @@ def main(args: argparse.Namespace) -> int:
         print(f"kcm table: {exc}", file=sys.stderr)
         return 2
     if args.output:
-        with open(args.output, "w", encoding="utf-8") as fh:
-            fh.write(text if text.endswith("\n") else text + "\n")
+        try:
+            with open(args.output, "w", encoding="utf-8") as fh:
+                fh.write(text if text.endswith("\n") else text + "\n")
+        except OSError as err:
+            print(f"kcm table: --output {args.output}: {err.strerror or err}", file=sys.stderr)
+            return 2
     else:
         print(text)
     return 0

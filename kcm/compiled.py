@@ -1,0 +1,86 @@
+"""The optional compiled build: the same model, reference and property modules compiled by Cython, used when built.
+
+`ci/build_compiled.py` (run by `KCM_COMPILED=1 bash ci/setup.sh`) compiles the source files themselves (no
+second copy of any rule) into `build/compiled/` of a source checkout, with a manifest of each source file's
+SHA-256. At import, `install` puts a finder first on `sys.meta_path` that loads a module's compiled form only
+when its source still has the recorded hash; a module edited since the build, a wheel install (no build
+folder) or `KCM_PURE=1` gets the pure-Python source. The pure path is always there, and a test checks that
+both give the same exploration.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.machinery
+import importlib.util
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent  # the source checkout (an editable install) or site-packages
+BUILD = ROOT / "build" / "compiled"
+MANIFEST = BUILD / "manifest.json"
+# Import name -> source file of every package kcm maps from a folder of the checkout (pyproject's package-dir).
+PACKAGES = {"kcm.model": "model", "kcm.reference": "reference", "kcm.properties": "properties"}
+
+
+def source_of(module: str) -> Path | None:
+    """The source file of a module of PACKAGES, or None."""
+    package, _, name = module.rpartition(".")
+    folder = PACKAGES.get(package)
+    return None if folder is None else ROOT / folder / f"{name}.py"
+
+
+def digest(path: Path) -> str:
+    """The SHA-256 of a source file."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+class CompiledFinder:
+    """Finds the compiled form of a kcm module whose source is unchanged since the build (else defers)."""
+
+    def __init__(self, modules: dict[str, dict[str, str]]) -> None:
+        self.modules = modules  # import name -> {"source": sha256, "binary": file name under BUILD}
+        self.loaded: set[str] = set()
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        """A spec loading the extension module, when it is built and current."""
+        entry = self.modules.get(fullname)
+        if entry is None:
+            return None
+        source = source_of(fullname)
+        binary = BUILD / entry["binary"]
+        try:
+            if source is None or not binary.is_file() or digest(source) != entry["source"]:
+                return None  # edited since the build (or gone): the source is the truth
+        except OSError:
+            return None
+        self.loaded.add(fullname)
+        loader = importlib.machinery.ExtensionFileLoader(fullname, str(binary))
+        return importlib.util.spec_from_file_location(fullname, binary, loader=loader)
+
+
+def install() -> CompiledFinder | None:
+    """Put the compiled build first in the import system, if there is one and KCM_PURE is not set."""
+    if os.environ.get("KCM_PURE") or not MANIFEST.is_file():
+        return None
+    for finder in sys.meta_path:
+        if isinstance(finder, CompiledFinder):
+            return finder
+    try:
+        modules = json.loads(MANIFEST.read_text())["modules"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # a damaged build is ignored: the pure path still works
+    finder = CompiledFinder(modules)
+    sys.meta_path.insert(0, finder)
+    return finder
+
+
+def compiled_modules() -> list[str]:
+    """The kcm modules imported so far from the compiled build (empty on the pure path)."""
+    for finder in sys.meta_path:
+        if isinstance(finder, CompiledFinder):
+            return sorted(m for m in finder.loaded if m in sys.modules)
+    return []

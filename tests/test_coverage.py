@@ -1,0 +1,73 @@
+"""Transition coverage: table edges, operations and selectors, per rule set, from each kind of source."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from kcm.checkers import coverage
+from kcm.model.tables import rule_set
+from kcm.reference.bounded import BoundedSystem, load_config
+
+ROOT = Path(__file__).resolve().parent.parent
+LIBRARY = ROOT / "specs" / "scenarios"
+
+
+def kcm(*args):
+    return subprocess.run([sys.executable, "-m", "kcm.cli", *args], capture_output=True, text=True)
+
+
+def test_one_scenario_covers_exactly_the_moves_it_logs():
+    reports = coverage.of_scenarios([LIBRARY / "ops" / "broker-failure.json"])
+    (cov,) = reports.values()
+    d = cov.to_dict()
+    covered = {(e["from"], e["to"]) for e in d["partition_edges"]["edges"] if e["count"]}
+    assert ("OnlinePartition", "OfflinePartition") in covered or ("OnlinePartition", "OnlinePartition") in covered
+    assert d["partition_edges"]["total"] == len(coverage.table_edges(rule_set(cov.rules), "partition"))
+    assert d["operations"]["broker_fail"] >= 1 and d["selectors"]["offline"] >= 1
+    assert d["selectors"]["reassigned"] == 0
+
+
+def test_the_library_is_reported_per_rule_set_and_inside_the_tables():
+    reports = coverage.of_scenarios(sorted(LIBRARY.rglob("*.json")))
+    assert set(reports) >= {"seeds", "kafka"}
+    for rules, cov in reports.items():
+        d = cov.to_dict()
+        assert d["rules"] == rules and d["replica_edges"]["covered"] > 5
+        assert all(d["selectors"].values()), d["selectors"]  # the library runs all four selectors
+
+
+def test_the_tiny_exploration_counts_every_transition_it_takes():
+    model = BoundedSystem(load_config("tiny"))
+    d = coverage.of_exploration(model).to_dict()
+    assert d["sources"] == ["explore tiny"]
+    assert d["operations"]["broker_fail"] > 0 and d["selectors"]["offline"] > 0
+    assert not d["partition_edges"]["outside_table"] and not d["replica_edges"]["outside_table"]
+    assert ("NonExistentPartition", "NewPartition") in {(e["from"], e["to"]) for e in d["partition_edges"]["edges"]
+                                                        if e["count"]}  # the set-up is counted too
+
+
+def test_traces_and_logs_report_edges_outside_the_table():
+    bad = ROOT / "specs" / "traces" / "invalid_line3_skip_new.jsonl"
+    d = coverage.of_traces([str(bad)], "kafka").to_dict()
+    assert d["partition_edges"]["outside_table"] or d["replica_edges"]["outside_table"]
+    log = coverage.of_log(str(ROOT / "specs" / "logs" / "kafka-2.8-valid.log"), "auto", "kafka").to_dict()
+    assert log["partition_edges"]["covered"] > 0
+
+
+def test_cli_text_and_json():
+    done = kcm("coverage", "--config", "tiny", "--json")
+    assert done.returncode == 0, done.stderr
+    (d,) = json.loads(done.stdout)
+    assert d["rules"] == "seeds" and d["sources"] == ["explore tiny"]
+    text = kcm("coverage")
+    assert text.returncode == 0 and "coverage, rules kafka" in text.stdout and "not covered:" in text.stdout
+    assert kcm("coverage", "--config", "nope").returncode == 2
+    trace = kcm("check-trace", str(ROOT / "specs" / "traces" / "valid_create_online.jsonl"), "--coverage")
+    assert trace.returncode == 0 and "partition table:" in trace.stdout
+    log = kcm("check-log", str(ROOT / "specs" / "logs" / "kafka-2.8-valid.log"), "--coverage")
+    assert log.returncode == 0 and "coverage, rules kafka" in log.stdout, log.stderr
+    run = kcm("run", str(LIBRARY / "ops" / "broker-failure.json"), "--coverage")
+    assert run.returncode == 0 and json.loads(run.stdout)["controller"] and "partition table:" in run.stderr
+    explore = kcm("explore", "--config", "tiny", "--quiet", "--coverage")
+    assert explore.returncode == 0 and "replica table:" in explore.stdout

@@ -1,0 +1,250 @@
+"""The Spark engine: the local engine's counts, verdicts and counterexamples; masters; retries; spark-submit."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+from kcm.checkers import bfs, walk
+from kcm.checkers.spark_session import BadMaster, check_conf, check_master, resolve_master
+from kcm.reference.bounded import BoundedSystem, load_config
+
+from kcm.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+IN_CI = bool(os.environ.get("CI"))
+needs_java = pytest.mark.skipif(shutil.which("java") is None and not IN_CI, reason="Spark needs Java")
+
+
+def _closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_local_masters_get_task_retries_and_bad_masters_are_refused():
+    assert check_master("local") == "local[1,4]"
+    assert check_master("local[2]") == "local[2,4]"
+    assert check_master("local[*]") == "local[*,4]"
+    assert check_master("local[2,7]") == "local[2,7]"
+    for bad, words in (("local[0]", "at least 1 core"), ("local[2,0]", "at least 1 attempt"),
+                       ("garbage", "not a Spark master URL"), ("spark://nohostport", "not host:port"),
+                       (f"spark://127.0.0.1:{_closed_port()}", "no Spark master answers")):
+        with pytest.raises(BadMaster, match=words):
+            check_master(bad)
+    assert check_conf(["spark.sql.shuffle.partitions=3", "spark.x=a=b"]) == {
+        "spark.sql.shuffle.partitions": "3", "spark.x": "a=b"}
+    for bad in ("spark.x", "foo=bar", " spark.x=1"):
+        with pytest.raises(BadMaster, match="spark.KEY=VALUE"):
+            check_conf([bad])
+
+
+@pytest.mark.parametrize("master", ["local[0]", "garbage", "CLOSED"])
+def test_a_bad_master_is_exit_2_with_one_line(master, capsys):
+    if master == "CLOSED":
+        master = f"spark://127.0.0.1:{_closed_port()}"
+    assert main(["explore", "--config", "tiny", "--engine", "spark", "--master", master]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("kcm explore: --master") and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_the_master_comes_from_the_option_else_spark_defaults_else_local(tmp_path, monkeypatch):
+    monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
+    assert resolve_master(None) == "local[*]"
+    (tmp_path / "spark-defaults.conf").write_text("# comment\nspark.master   spark://10.0.0.1:7077\n"
+                                                  "spark.driver.memory=2g\n")
+    assert resolve_master(None) == "spark://10.0.0.1:7077"
+    assert resolve_master("local[2]") == "local[2]"
+
+
+@pytest.fixture(scope="module")
+def spark():
+    """One local[2] session for the module's Spark tests (its start-up is the slow part)."""
+    if shutil.which("java") is None and not IN_CI:
+        pytest.skip("Spark needs Java")
+    from kcm.checkers import spark_bfs
+
+    session = spark_bfs.spark_session("local[2]")
+    yield session
+    session.stop()
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_spark_gives_the_local_engines_counts_verdicts_and_counterexamples(spark):
+    from kcm.checkers import spark_bfs
+
+    compared = 0
+    for name, bound in (("tiny", None), ("controller", None), ("unclean", None), ("bugs/KIP-101", 3000)):
+        model = BoundedSystem(load_config(name))
+        local = bfs.explore(model, max_states=bound)
+        levels: list = []
+        distributed = spark_bfs.explore(model, spark, max_states=bound, timings=levels)
+        assert (distributed.distinct_states, distributed.transitions, distributed.depth, distributed.complete) == (
+            local.distinct_states, local.transitions, local.depth, local.complete), name
+        assert distributed.verdicts(model.properties()) == local.verdicts(model.properties()), name
+        # The same counterexamples, action for action: both engines keep the first parent in fingerprint order.
+        assert distributed.violations == local.violations, name
+        assert sum(t.frontier for t in levels) == distributed.distinct_states or bound is not None
+        compared += len(local.violations)
+    assert compared >= 3, "unclean and KIP-101 break properties, so counterexamples were compared"
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_walks_on_spark_are_the_local_walks(spark):
+    from kcm.checkers import spark_walk
+
+    model = BoundedSystem(load_config("unclean"))
+    alone = walk.walk(model, 40, 20, seed=3)
+    spread = spark_walk.walk(model, spark, 40, 20, seed=3)
+    same = ("distinct_states", "transitions", "depth", "verdicts", "counterexamples", "walks")
+    assert alone.violations, "the unclean config loses an acked record within 40 walks"
+    assert {k: spread.to_json(model)[k] for k in same} == {k: alone.to_json(model)[k] for k in same}
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_a_killed_python_worker_costs_a_retry_not_the_run(spark, tmp_path):
+    from kcm.checkers import spark_bfs
+
+    model = BoundedSystem(load_config("tiny"))
+    marker = str(tmp_path / "killed")
+
+    class KillsOnce:
+        """The model, except that the first Python worker to list actions after level 3 kills itself."""
+
+        def __init__(self, inner):
+            self.inner = inner
+
+        def __getattr__(self, name):
+            if name.startswith("__") or name == "inner":  # unpickling looks these up before `inner` is set
+                raise AttributeError(name)
+            return getattr(self.inner, name)
+
+        def actions(self, state):
+            from pyspark import TaskContext
+
+            if TaskContext.get() is not None and not os.path.exists(marker) and _deep(state):
+                try:
+                    os.close(os.open(marker, os.O_CREAT | os.O_EXCL))
+                except FileExistsError:
+                    return self.inner.actions(state)
+                os.kill(os.getpid(), signal.SIGKILL)
+            return self.inner.actions(state)
+
+    def _deep(state):
+        return model.fingerprint(state) % 7 == 0  # some state past the first levels
+
+    expected = bfs.explore(model)
+    found = spark_bfs.explore(KillsOnce(model), spark)
+    assert os.path.exists(marker), "a Python worker was killed"
+    assert (found.distinct_states, found.transitions, found.depth) == (
+        expected.distinct_states, expected.transitions, expected.depth)
+    assert found.verdicts(model.properties()) == expected.verdicts(model.properties())
+
+
+@pytest.fixture(scope="module")
+def standalone(tmp_path_factory):
+    """A standalone master and a 1-core worker on 127.0.0.1 (ci/spark_standalone.sh), stopped afterwards."""
+    if shutil.which("java") is None and not IN_CI:
+        pytest.skip("Spark needs Java")
+    state = tmp_path_factory.mktemp("standalone")
+    env = dict(os.environ, KCM_SPARK_STATE=str(state), PYTHON=sys.executable)
+    script = str(ROOT / "ci" / "spark_standalone.sh")
+    started = subprocess.run(["bash", script, "start"], env=env, capture_output=True, text=True, timeout=300)
+    try:
+        assert started.returncode == 0, started.stderr
+        yield started.stdout.strip()
+    finally:
+        subprocess.run(["bash", script, "stop"], env=env, timeout=120)
+        for role in ("master", "worker"):
+            assert not (state / f"{role}.pid").exists()
+
+
+def _python_without_kcm(folder: Path) -> str:
+    """A Python whose path has kcm's dependencies but not kcm: an executor that lacks it."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
+    python = str(folder / "bin" / "python")
+    purelib = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             check=True, capture_output=True, text=True).stdout.strip()
+    # A plain path line: the dependencies' folder joins sys.path, but its .pth files (kcm's editable hook) do not run.
+    Path(purelib, "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    probe = subprocess.run([python, "-c", "import kcm"], cwd=folder, capture_output=True)
+    assert probe.returncode != 0, "the executors' Python must not find kcm on its own"
+    return python
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_spark_submit_to_a_loopback_standalone_cluster_ships_kcm_and_gives_the_local_counts(standalone, tmp_path):
+    zipped = subprocess.run(["bash", str(ROOT / "ci" / "kcm_pyfiles.sh"), str(tmp_path / "dist")],
+                            capture_output=True, text=True, timeout=600)
+    assert zipped.returncode == 0, zipped.stderr
+    archive = zipped.stdout.strip()
+    executors = _python_without_kcm(tmp_path / "executor-python")
+    submit = str(Path(sys.executable).with_name("spark-submit"))
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
+    env.pop("PYSPARK_GATEWAY_PORT", None)
+    done = subprocess.run([submit, "--master", standalone, "--conf", f"spark.pyspark.python={executors}",
+                           "--py-files", archive, str(ROOT / "kcm" / "__main__.py"),
+                           "explore", "--config", "tiny", "--engine", "spark", "--quiet", "--json"],
+                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = json.loads(done.stdout)
+    assert summary["engine"] == f"spark {standalone}"  # spark-submit's master, not local[*]
+    model = BoundedSystem(load_config("tiny"))
+    local = bfs.explore(model).to_json(model)
+    for key in ("distinct_states", "transitions", "depth", "complete", "verdicts", "counterexamples"):
+        assert summary[key] == local[key], key
+
+
+def test_a_spark_error_is_told_by_its_python_exception_line():
+    from kcm.commands.explore import _first_line
+
+    worker = RuntimeError("An exception was thrown from the Python worker: Traceback (most recent call last):\n"
+                          '  File "worker.py", line 1, in main\n'
+                          "ModuleNotFoundError: No module named 'kcm'\n SQLSTATE: 38000\n\tat org.apache.spark.X")
+    assert _first_line(worker) == "ModuleNotFoundError: No module named 'kcm'"
+    assert _first_line(RuntimeError("x" * 1000)) == "x" * 300 + "..."
+
+
+def test_fingerprints_keep_their_unsigned_order_as_spark_longs():
+    from kcm.checkers.spark_bfs import order_key, to_fp, to_long
+
+    fps = [0, 1, (1 << 63) - 1, 1 << 63, (1 << 63) + 5, (1 << 64) - 1]
+    longs = [to_long(fp) for fp in fps]
+    assert all(-(1 << 63) <= v < (1 << 63) for v in longs)
+    assert [to_fp(v) for v in longs] == fps
+    assert sorted(longs, key=order_key) == longs  # signed order of the key is the fingerprints' unsigned order
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_stopping_at_the_first_violation_ends_where_the_local_engine_bounded_at_that_level_ends(spark):
+    from kcm.checkers import spark_bfs
+
+    for name, props in (("unclean", None), ("bugs/KIP-101", ["logs_agree_below_hw"]),
+                        ("bugs/KIP-101", ["acked_records_survive"])):
+        model = BoundedSystem(load_config(name))
+        full = bfs.explore(model, max_states=3000)
+        stop_at = props or sorted(full.violations)
+        depth = min(len(full.violations[p]) for p in stop_at)  # the level after which the search stops
+        through = sum(len(level) for level in full.visited.parents[:depth + 1])
+        bounded = bfs.explore(model, max_states=through)  # stops after the same level
+        stopped = spark_bfs.explore(model, spark, stop_at=stop_at)
+        assert (stopped.distinct_states, stopped.transitions, stopped.depth, stopped.complete) == (
+            bounded.distinct_states, bounded.transitions, bounded.depth, False), (name, stop_at)
+        assert stopped.stopped
+        assert stopped.violations == bounded.violations and stopped.reached == bounded.reached, (name, stop_at)
+        assert all(stopped.violations[p] == full.violations[p] for p in stop_at if p in stopped.violations)

@@ -1,0 +1,92 @@
+"""`kcm explore --workers N`: owner processes give the single-process engine's counts, verdicts and counterexamples."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from kcm.checkers import bfs, checkpoint, workers
+from kcm.reference.bounded import BoundedSystem, load_config
+
+from kcm.cli import main
+
+
+def _same(a, b) -> None:
+    assert (a.distinct_states, a.transitions, a.depth, a.complete, a.stopped) == (
+        b.distinct_states, b.transitions, b.depth, b.complete, b.stopped)
+    assert a.reached == b.reached
+    assert {k: [x.to_step() for x in v] for k, v in a.violations.items()} == {
+        k: [x.to_step() for x in v] for k, v in b.violations.items()}
+    assert [n for n, _ in a.levels] == [n for n, _ in b.levels]
+
+
+@pytest.mark.parametrize("config", ["tiny", "unclean", "bugs/KAFKA-2729"])
+@pytest.mark.parametrize("count", [2, 3])
+def test_owner_processes_find_what_one_process_finds(config, count):
+    model = BoundedSystem(load_config(config))
+    _same(workers.explore(model, count), bfs.explore(model))
+
+
+def test_owner_processes_stop_at_the_same_first_violation():
+    model = BoundedSystem(load_config("unclean"))
+    stop = bfs.safety_names(model)
+    one, two = bfs.explore(model, stop_at=stop), workers.explore(model, 2, stop_at=stop)
+    assert one.stopped and one.violations
+    _same(two, one)
+
+
+def test_a_checkpoint_of_the_owner_processes_resumes_on_one_process_and_back(tmp_path):
+    model = BoundedSystem(load_config("unclean"))
+    identity = checkpoint.config_identity(model.cfg)
+    whole = bfs.explore(model)
+    ckpt = tmp_path / "w.ckpt"
+    workers.explore(model, 2, max_states=300, checkpoint=checkpoint.Checkpointer(ckpt, 0, identity))
+    resumed = bfs.explore(model, resume=checkpoint.load(ckpt, identity))
+    assert (resumed.distinct_states, resumed.transitions, resumed.depth) == (
+        whole.distinct_states, whole.transitions, whole.depth)
+    bfs.explore(model, max_states=300, checkpoint=checkpoint.Checkpointer(ckpt, 0, identity))
+    back = workers.explore(model, 2, resume=checkpoint.load(ckpt, identity))
+    assert (back.distinct_states, back.transitions, back.depth) == (
+        whole.distinct_states, whole.transitions, whole.depth)
+    assert back.violations.keys() == whole.violations.keys()
+
+
+def test_workers_option_on_the_command_line(capsys):
+    assert main(["explore", "--config", "tiny", "--quiet", "--json", "--workers", "2"]) == 0
+    assert json.loads(capsys.readouterr().out)["distinct_states"] == 651
+    assert main(["explore", "--config", "tiny", "--quiet", "--workers", "0"]) == 2
+    assert "--workers" in capsys.readouterr().err
+
+
+def test_a_killed_run_of_owner_processes_resumes_to_the_whole_counts(tmp_path):
+    cli = [sys.executable, "-c", "import sys; from kcm.cli import main; sys.exit(main(sys.argv[1:]))", "explore",
+           "--config", "controller", "--quiet", "--workers", "2"]
+    ckpt = tmp_path / "controller.ckpt"
+    identity = checkpoint.config_identity(load_config("controller"))
+
+    def depth() -> int:
+        try:
+            return checkpoint.load(ckpt, identity).meta["depth"]
+        except checkpoint.BadCheckpoint:
+            return -1
+
+    proc = subprocess.Popen(cli + ["--checkpoint", str(ckpt), "--checkpoint-every", "0"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 300
+        while depth() < 6:
+            assert proc.poll() is None, proc.stderr.read().decode()
+            assert time.monotonic() < deadline, "no checkpoint at level 6 within 300 s"
+            time.sleep(0.05)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the coordinator and its owner processes at once
+        proc.wait()
+    done = subprocess.run(cli + ["--json", "--resume", str(ckpt)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert (out["distinct_states"], out["transitions"], out["depth"], out["complete"]) == (34805, 55550, 14, True)
