@@ -12,8 +12,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -40,9 +38,6 @@ def test_seed_set_of_every_input_kind_but_checkpoints():
         assert row["cases"] == 50 and row.get("exit 2", 0) > 0, (kind, row)  # the mutations do reach the checks
 
 
-@pytest.mark.xfail(strict=True, reason="checkpoints are still pickles: a crafted one runs code on --resume, and "
-                                       "damaged ones give tracebacks or wrong counts (remove this mark with the "
-                                       "safe checkpoint format)")
 def test_seed_set_of_checkpoints():
     summary = _run("--cases", "60", "--seed", "1", "--kinds", "checkpoint")
     assert summary["wrong"] == 0, json.dumps(summary["first_wrong"], indent=1)[:4000]
