@@ -167,13 +167,13 @@ def _details() -> dict[str, Callable[[Any], list[Any]]]:
     from kcm.properties import dataplane
 
     return {
-        "acked_records_survive": lambda s: [
+        "AckedRecordsSurvive": lambda s: [
             {"partition": tp_name(tp), "offset": o, "leader_epoch": e, "lost": "not in the acting leader's log"}
             for tp, o, e in dataplane._missing(s, s.ghost.acked)],
-        "consumed_records_survive": lambda s: [
+        "ConsumedRecordsSurvive": lambda s: [
             {"partition": tp_name(tp), "offset": o, "leader_epoch": e, "lost": "consumed, then not in the leader's log"}
             for tp, o, e in dataplane._missing(s, s.ghost.consumed)],
-        "logs_agree_below_hw": lambda s: [
+        "LogsAgreeBelowHw": lambda s: [
             {"partition": tp_name(tp), "replicas": [replica_name(tp, a), replica_name(tp, b)], "offset": o}
             for tp, a, b, o in dataplane.divergent_replicas(s)],
     }

@@ -27,7 +27,7 @@ from kcm.model.actions import CONTRACT_OPS, CreateTopic, PartitionTransition, Re
 from kcm.model.cluster import NO_CONTROLLER, ClusterConfig
 from kcm.model.errors import KcmError
 from kcm.model.fingerprint import fingerprint
-from kcm.model.interface import ALWAYS, SOMETIMES, SOMETIMES_STEP, STEP, Model, Property
+from kcm.model.interface import ALWAYS, SOMETIMES, SOMETIMES_STEP, STEP, Model, ModelBase, Property
 from kcm.model.states import PartitionState, ReplicaState
 
 PROFILE_ENV = "KCM_HYPOTHESIS_PROFILE"
@@ -190,7 +190,7 @@ def package_properties() -> list[Property]:
 
 # -- a Model from an implementation's start/step pair ---------------------------------------
 
-class ContractModel:
+class ContractModel(ModelBase):
     """A Model over an implementation with the reference API's shape: start(config), step(config, state, action).
 
     Both return (state, effects); step raises a KcmError when it refuses.

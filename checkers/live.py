@@ -29,7 +29,7 @@ from kcm.model.effects import Effects
 from kcm.model.errors import KcmError, StaleControllerEpoch, StaleZkVersion
 from kcm.model.txn import Txn
 from kcm.model.znodes import CONTROLLER, CONTROLLER_EPOCH, Layout, is_partition_state, layout, state_path
-from kcm.reference import api, hooks
+from kcm.reference import api, dataplane
 from kcm.reference.scenario import RunOutcome, run
 
 ADMIN = "admin"  # the session of the admin tools (topic creation, reassignment and deletion requests)
@@ -262,9 +262,8 @@ class LiveEngine:
         LeaderAndIsr told it. The condition goes as a version check, which is what ZooKeeper evaluates first for
         the conditional set; ZooKeeper must refuse it with BadVersion too.
         """
-        dataplane = hooks.dataplane_module()
         tp = getattr(action, "tp", None)
-        if dataplane is None or tp is None:
+        if tp is None:
             return
         try:
             leader = dataplane.acting_leader(Txn(config, state), tp)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kcm.checkers.collector import rare_collections
-from kcm.model.interface import EVENTUALLY, NEXT, OUTSIDE, REFUSED, Property
+from kcm.model.interface import EVENTUALLY, NEXT, OUTSIDE, Property
 
 
 def eventually_properties(model: Any) -> list[Property]:
@@ -48,8 +48,7 @@ def _label(action: Any) -> tuple:
 
 def build_graph(model: Any, props: list[Property], max_states: int | None = None) -> Graph | None:
     """Explore every reachable state keeping every edge; None when more than max_states are reachable."""
-    outcome = getattr(model, "outcome", None)
-    fair = getattr(model, "fair", lambda action: False)
+    outcome, fair = model.outcome, model.fair
     graph = Graph(unsettled={p.name: [] for p in props})
     index: dict[int, int] = {}
     queue: deque[tuple[int, Any]] = deque()
@@ -77,11 +76,7 @@ def build_graph(model: Any, props: list[Property], max_states: int | None = None
         at, state = queue.popleft()
         enabled = set()
         for action in model.actions(state):
-            if outcome is not None:
-                kind, found = outcome(state, action)
-            else:
-                nxt = model.next_state(state, action)
-                kind, found = (NEXT, (nxt, None)) if nxt is not None and model.within_boundary(nxt) else (REFUSED, None)
+            kind, found = outcome(state, action)
             if kind in (NEXT, OUTSIDE) and fair(action):
                 enabled.add(_label(action))
             if kind == NEXT:

@@ -30,12 +30,42 @@ _FAMILY_OF = {scl.LEGACY: scl.LEGACY, scl.V08: scl.LEGACY, scl.V09_10: scl.LEGAC
 # How many events are looked at to detect the version before the rule set has to be fixed.
 DETECTION_WINDOW = 5000
 
-RULE_PARTITION_TABLE = "partition-table"
-RULE_REPLICA_TABLE = "replica-table"
-RULE_CONTROLLER_EPOCH = "controller-epoch-never-decreases"
-RULE_BROKER_STALE_EPOCH = "broker-applies-no-stale-controller-epoch"
-RULE_LEADER_EPOCH = "leader-epoch-never-decreases"
-RULE_ONE_LEADER_PER_EPOCH = "one-leader-per-leader-epoch"
+RULE_PARTITION_TABLE = "ValidTransition"
+RULE_REPLICA_TABLE = "ValidTransition"
+RULE_CONTROLLER_EPOCH = "ControllerEpochMonotone"
+RULE_BROKER_STALE_EPOCH = "EpochFencing"
+RULE_LEADER_EPOCH = "LeaderEpochMonotone"
+RULE_ONE_LEADER_PER_EPOCH = "OneLeaderPerEpoch"
+# The catalogue properties (kcm.properties.catalogue) a state-change log can break, judged under their ids.
+JUDGED = frozenset({RULE_PARTITION_TABLE, RULE_REPLICA_TABLE, RULE_CONTROLLER_EPOCH, RULE_BROKER_STALE_EPOCH,
+                    RULE_LEADER_EPOCH, RULE_ONE_LEADER_PER_EPOCH})
+_NOT_LOGGED = "the state-change log does not record "
+# Every other catalogue id, with why a state-change log cannot show it.
+NOT_JUDGED: dict[str, str] = {
+    "LeaderInIsrInAr": _NOT_LOGGED + "AR with every leader-and-ISR line, so ISR within AR cannot be judged",
+    "ElectedLeaderRecorded": "the log's leader-and-ISR lines are the record of elected leaders itself",
+    "OneLiveLeaderPerEpoch": _NOT_LOGGED + "which broker acts as leader between requests",
+    "NoBrokerAheadOfZk": _NOT_LOGGED + "/controller_epoch itself, only the epochs controllers and brokers print",
+    "ZkEpochFencing": _NOT_LOGGED + "ZooKeeper's conditional writes",
+    "CleanElection": _NOT_LOGGED + "which selector chose a leader, nor always the ISR before",
+    "ReassignmentArIsUnion": _NOT_LOGGED + "reassignment state (OAR, RAR)",
+    "ArShrinksLast": _NOT_LOGGED + "reassignment state (OAR, RAR)",
+    "ReassignmentEndsComplete": _NOT_LOGGED + "reassignment state (OAR, RAR)",
+    "ReassignmentsTracked": _NOT_LOGGED + "reassignment state (OAR, RAR)",
+    "DeletionStatesOnlyWhileDeleting": _NOT_LOGGED + "the topic deletion queue",
+    "DeletedTopicsLeaveNothing": _NOT_LOGGED + "ZooKeeper's content",
+    "DeletionProgress": _NOT_LOGGED + "the topic deletion queue",
+    "ControllerCacheMatchesZk": _NOT_LOGGED + "ZooKeeper's content",
+    "LivenessView": _NOT_LOGGED + "ZooKeeper's content",
+    "ReplicasFollowZk": "a log may stop anywhere, with requests still to come",
+    "ControllerActive": "a log may stop anywhere, with requests still to come",
+    **dict.fromkeys(("AckedRecordsSurvive", "ConsumedRecordsSurvive", "LogsAgreeBelowHw", "LeaderHwMonotone",
+                     "IsrJoinsReachEpochStart"), _NOT_LOGGED + "the data plane (records, LEO, HW)"),
+    **dict.fromkeys(("SomeLeaderMoved", "SomePartitionOffline", "SomeControllerFailover", "SomeReassignmentCompletes",
+                     "SomeTopicDeletionCompletes", "SomeStaleRequestRefused", "SomeRecordAcked", "SomeRecordConsumed",
+                     "ReassignmentsFinish", "DeletionsFinish", "ProducesResolve", "ReplicasLearnLeaders"),
+                    "not a safety rule: one finite log cannot break a reachability goal or a liveness property"),
+}
 WARN_MISSED = "missed-transition"
 
 

@@ -3,11 +3,15 @@
 The event format is `specs/trace.schema.json` (described in `specs/traces/README.md`). Every line is first
 validated against the schema (a malformed line stops the replay, exit 2); then `Replay.apply` judges it against
 what the earlier lines established and names the first rule it breaks.
+
+Every message starts with the id of the rule broken: a property id of the catalogue (kcm.properties.catalogue)
+where the trace can show that property, or one of TRACE_ONLY's ids for what a trace must say consistently.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable
 from functools import cache
 from importlib import resources
@@ -19,6 +23,59 @@ from kcm.model.states import PartitionState, ReplicaState
 from kcm.model.tables import RuleSet
 
 NO_LEADER = -1
+
+# The catalogue properties a trace can break, each judged from the events under its catalogue id.
+JUDGED = frozenset({
+    "LeaderInIsrInAr", "OneLeaderPerEpoch", "LeaderHwMonotone", "ControllerEpochMonotone", "ValidTransition",
+    "ZkEpochFencing", "LeaderEpochMonotone", "CleanElection", "EpochFencing", "NoBrokerAheadOfZk",
+})
+_NOT_IN_TRACES = "a trace carries no "
+# Every other catalogue id, with why a trace cannot show it.
+NOT_JUDGED: dict[str, str] = {
+    "ElectedLeaderRecorded": "the trace's leader-and-ISR writes are the record of elected leaders itself",
+    "OneLiveLeaderPerEpoch": "a broker's own leadership is judged by what it applies (LeaderEpochFencing, "
+                             "EpochFencing); a trace does not say which broker acts as leader between requests",
+    "ReassignmentArIsUnion": _NOT_IN_TRACES + "reassignment state (OAR, RAR)",
+    "ArShrinksLast": _NOT_IN_TRACES + "reassignment state (OAR, RAR)",
+    "ReassignmentEndsComplete": _NOT_IN_TRACES + "reassignment state (OAR, RAR)",
+    "ReassignmentsTracked": _NOT_IN_TRACES + "reassignment state (OAR, RAR)",
+    "DeletionStatesOnlyWhileDeleting": _NOT_IN_TRACES + "topic deletion events",
+    "DeletedTopicsLeaveNothing": _NOT_IN_TRACES + "topic deletion events",
+    "DeletionProgress": _NOT_IN_TRACES + "topic deletion events",
+    "ControllerCacheMatchesZk": _NOT_IN_TRACES + "separate controller cache: the trace is one view",
+    "LivenessView": _NOT_IN_TRACES + "separate controller cache: the trace is one view",
+    "ReplicasFollowZk": "a trace may stop anywhere, with requests still to come",
+    "ControllerActive": "a trace may stop anywhere, with requests still to come",
+    "AckedRecordsSurvive": _NOT_IN_TRACES + "record contents or acknowledgements, only offsets",
+    "ConsumedRecordsSurvive": _NOT_IN_TRACES + "record contents or acknowledgements, only offsets",
+    "LogsAgreeBelowHw": _NOT_IN_TRACES + "record contents or acknowledgements, only offsets",
+    "IsrJoinsReachEpochStart": _NOT_IN_TRACES + "epoch start offsets",
+    **dict.fromkeys(("SomeLeaderMoved", "SomePartitionOffline", "SomeControllerFailover", "SomeReassignmentCompletes",
+                     "SomeTopicDeletionCompletes", "SomeStaleRequestRefused", "SomeRecordAcked", "SomeRecordConsumed",
+                     "ReassignmentsFinish", "DeletionsFinish", "ProducesResolve", "ReplicasLearnLeaders"),
+                    "not a safety rule: one finite trace cannot break a reachability goal or a liveness property"),
+}
+# What a trace must say consistently about itself, beyond the catalogue's properties: id -> meaning.
+TRACE_ONLY: dict[str, str] = {
+    "TraceConsistent": "a state change starts from the state the trace left, and a broker goes up or down in turn",
+    "LiveActors": "a broker known to be down elects, applies, appends or fetches nothing",
+    "EpochsWereElected": "every controller epoch a write or request carries was elected",
+    "ZkVersionGrows": "a partition znode's zkVersion strictly increases with every write",
+    "PreferredElectionChoosesPreferred": "a preferred election chooses the first replica of AR",
+    "RequestsCarryWrites": "a request carries only leader epochs written to ZooKeeper",
+    "LeaderEpochFencing": "no broker applies a LeaderAndIsr with an older leader epoch than it applied",
+    "OnlyLeadersAppend": "only the partition's leader appends produced records",
+    "OffsetsConsistent": "appends start at the LEO, and no follower fetches or holds beyond its leader's LEO",
+    "FetchFromLeader": "a follower fetches from its partition's leader, never from itself",
+    "HwWithinLeo": "a replica's HW is within its LEO, and a follower's within its leader's HW",
+}
+_RULE_ID = re.compile(r"[A-Z][A-Za-z]+")
+
+
+def rule_id(message: str) -> str:
+    """The id a rule message starts with (a catalogue property id or a TRACE_ONLY id)."""
+    found = _RULE_ID.match(message)
+    return found.group(0) if found else ""
 
 
 class Verdict(NamedTuple):
@@ -254,14 +311,14 @@ class Replay:
         # As properties.controller.leader_in_isr_in_ar: a leaderless partition may keep its one ISR member outside
         # AR (a replaced reassignment dropped it; the controller never empties the ISR).
         if ar is not None and not isr <= ar and not (leader == NO_LEADER and len(isr) == 1):
-            return f"ISR rule ({where}): ISR {_sorted(isr)} is not within the assigned replicas {_sorted(ar)}"
+            return f"LeaderInIsrInAr ({where}): ISR {_sorted(isr)} is not within the assigned replicas {_sorted(ar)}"
         if leader != NO_LEADER and leader not in isr:
-            return f"ISR rule ({where}): leader {leader} is not in the ISR {_sorted(isr)}"
+            return f"LeaderInIsrInAr ({where}): leader {leader} is not in the ISR {_sorted(isr)}"
         if ar is not None and leader != NO_LEADER and leader not in ar:
-            return f"ISR rule ({where}): leader {leader} is not an assigned replica {_sorted(ar)}"
+            return f"LeaderInIsrInAr ({where}): leader {leader} is not an assigned replica {_sorted(ar)}"
         seen = self.epoch_leader.get((p["partition"], epoch))
         if seen is not None and seen != leader:
-            return (f"one leader per leader epoch ({where}): {p['partition']} leader epoch {epoch} already had "
+            return (f"OneLeaderPerEpoch ({where}): {p['partition']} leader epoch {epoch} already had "
                     f"leader {seen}, now {leader}")
         return ""
 
@@ -284,11 +341,11 @@ class Replay:
     def _hw_rules(self, partition: str, broker: int, leo: int, hw: int, who: str) -> str:
         """HW <= LEO; on a leader the HW never decreases within its leader epoch."""
         if hw > leo:
-            return f"HW rule: {who} {partition} on broker {broker} has HW {hw} above its LEO {leo}"
+            return f"HwWithinLeo: {who} {partition} on broker {broker} has HW {hw} above its LEO {leo}"
         log = self._log(partition, broker)
         leads, epoch = self._leads(partition, broker)
         if leads and log.get("hw_epoch") == epoch and hw < log["hw"]:
-            return (f"HW rule: the HW of leader {broker} of {partition} (leader epoch {epoch}) went down "
+            return (f"LeaderHwMonotone: the HW of leader {broker} of {partition} (leader epoch {epoch}) went down "
                     f"from {log['hw']} to {hw}")
         return ""
 
@@ -311,9 +368,9 @@ class Replay:
     def _controller_elected(self, ev: dict[str, Any]) -> str:
         epoch, broker = ev["epoch"], ev["broker"]
         if epoch <= self.controller_epoch:
-            return f"controller epoch must increase: {epoch} after {self.controller_epoch}"
+            return f"ControllerEpochMonotone: {epoch} after {self.controller_epoch}"
         if self._down(broker):
-            return f"controller election: broker {broker} is down"
+            return f"LiveActors: controller election: broker {broker} is down"
         self.controller_epoch, self.controller = epoch, broker
         return ""
 
@@ -321,9 +378,9 @@ class Replay:
         key = ev["partition"]
         cur = self.partitions.get(key, PartitionState.NON_EXISTENT)
         if cur != ev["from"]:
-            return f"partition table: {key} is in {cur}, not {ev['from']}"
+            return f"TraceConsistent: partition table: {key} is in {cur}, not {ev['from']}"
         if not self.rules.allows_partition(cur, ev["to"]):
-            return f"partition table: {cur} -> {ev['to']} not allowed by rule set {self.rules.name}"
+            return f"ValidTransition: partition table: {cur} -> {ev['to']} not allowed by rule set {self.rules.name}"
         self.partitions[key] = ev["to"]
         return ""
 
@@ -331,32 +388,32 @@ class Replay:
         key = f"{ev['partition']}@{ev['replica']}"
         cur = self.replicas.get(key, ReplicaState.NON_EXISTENT)
         if cur != ev["from"]:
-            return f"replica table: {key} is in {cur}, not {ev['from']}"
+            return f"TraceConsistent: replica table: {key} is in {cur}, not {ev['from']}"
         if not self.rules.allows_replica(cur, ev["to"]):
-            return f"replica table: {cur} -> {ev['to']} not allowed by rule set {self.rules.name}"
+            return f"ValidTransition: replica table: {cur} -> {ev['to']} not allowed by rule set {self.rules.name}"
         self.replicas[key] = ev["to"]
         return ""
 
     def _leader_and_isr_write(self, ev: dict[str, Any]) -> str:
         key, epoch, cepoch = ev["partition"], ev["leader_epoch"], ev["controller_epoch"]
         if cepoch < self.controller_epoch:
-            return (f"epoch fencing: leader-and-ISR write by controller epoch {cepoch} after controller epoch "
+            return (f"ZkEpochFencing: leader-and-ISR write by controller epoch {cepoch} after controller epoch "
                     f"{self.controller_epoch} was elected")
         if cepoch > self.controller_epoch:
-            return f"epoch fencing: leader-and-ISR write by controller epoch {cepoch}, which was never elected"
+            return f"EpochsWereElected: leader-and-ISR write by controller epoch {cepoch}, which was never elected"
         prev = self.zk.get(key)
         if prev is not None:
             if epoch < prev["leader_epoch"]:
-                return f"leader epoch must not decrease: {key} leader epoch {epoch} after {prev['leader_epoch']}"
+                return f"LeaderEpochMonotone: {key} leader epoch {epoch} after {prev['leader_epoch']}"
             if ev["zk_version"] <= prev["zk_version"]:
-                return (f"zkVersion must increase with every write: {key} zkVersion {ev['zk_version']} after "
+                return (f"ZkVersionGrows: {key} zkVersion {ev['zk_version']} after "
                         f"{prev['zk_version']} (a write from a stale version)")
         broken = self._leader_isr_rules("leader-and-ISR write", ev)
         if broken:
             return broken
         new_leader = ev["leader"] != NO_LEADER and (prev is None or prev["leader"] != ev["leader"])
         if new_leader and self._down(ev["leader"]):
-            return f"leader election: new leader {ev['leader']} of {key} is down"
+            return f"CleanElection: leader election: new leader {ev['leader']} of {key} is down"
         broken = self._selector_rules(ev, prev) if new_leader and prev is not None else ""
         if broken:
             return broken
@@ -372,25 +429,27 @@ class Replay:
         replica, and only when no ISR member is known live. A preferred election picks the first replica of AR."""
         election, leader, key = ev.get("election"), ev["leader"], ev["partition"]
         if election != "unclean" and leader not in prev["isr"]:
-            return (f"leader selector: {key} elected {leader}, not in the ISR {_sorted(prev['isr'])} it had "
+            return (f"CleanElection: {key} elected {leader}, not in the ISR {_sorted(prev['isr'])} it had "
                     f"(only an election marked unclean may)")
         live_isr = [b for b in prev["isr"] if self.live.get(b) is True]
         if election == "unclean" and live_isr:
-            return f"leader selector: unclean election of {key} while ISR members {live_isr} are live"
+            return f"CleanElection: unclean election of {key} while ISR members {live_isr} are live"
         ar = ev.get("replicas", prev.get("replicas"))
         if election == "preferred" and ar and leader != ar[0]:
-            return f"leader selector: preferred election of {key} chose {leader}, not the preferred replica {ar[0]}"
+            return (f"PreferredElectionChoosesPreferred: preferred election of {key} chose "
+                    f"{leader}, not the preferred replica {ar[0]}")
         return ""
 
     def _request_sent(self, ev: dict[str, Any]) -> str:
         if ev["controller_epoch"] > self.controller_epoch:
-            return f"epoch fencing: request sent with controller epoch {ev['controller_epoch']}, never elected"
+            return f"EpochsWereElected: request sent with controller epoch {ev['controller_epoch']}, never elected"
         for p in ev["partitions"]:
             if "leader" not in p:
                 continue
             written = self.zk.get(p["partition"])
             if written is not None and p["leader_epoch"] > written["leader_epoch"]:
-                return (f"{ev['request']} sent: {p['partition']} leader epoch {p['leader_epoch']} was never written "
+                return (f"RequestsCarryWrites: {ev['request']} sent: {p['partition']} leader epoch "
+                        f"{p['leader_epoch']} was never written "
                         f"(ZooKeeper has {written['leader_epoch']})")
             broken = self._leader_isr_rules(f"{ev['request']} sent", p)
             if broken:
@@ -405,12 +464,12 @@ class Replay:
         if not ev.get("accepted", True):
             return ""  # a refusal is always allowed: the rules are about what a broker applies
         if self._down(broker):
-            return f"broker {broker} is down and cannot apply a {ev['request']} request"
+            return f"LiveActors: broker {broker} is down and cannot apply a {ev['request']} request"
         if cepoch < self.applied_epoch.get(broker, 0):
-            return (f"epoch fencing: broker {broker} applied a {ev['request']} request of controller epoch {cepoch} "
+            return (f"EpochFencing: broker {broker} applied a {ev['request']} request of controller epoch {cepoch} "
                     f"after applying controller epoch {self.applied_epoch[broker]}")
         if cepoch > self.controller_epoch:
-            return f"epoch fencing: broker {broker} applied controller epoch {cepoch}, which was never elected"
+            return f"NoBrokerAheadOfZk: broker {broker} applied controller epoch {cepoch}, which was never elected"
         view = self.broker_view.get(broker, {})
         for p in ev["partitions"]:
             if "leader" in p:
@@ -419,7 +478,7 @@ class Replay:
                     return broken
                 mine = view.get(p["partition"])
                 if ev["request"] == "LeaderAndIsr" and mine is not None and p["leader_epoch"] < mine["leader_epoch"]:
-                    return (f"leader epoch fencing: broker {broker} applied {p['partition']} leader epoch "
+                    return (f"LeaderEpochFencing: broker {broker} applied {p['partition']} leader epoch "
                             f"{p['leader_epoch']} after leader epoch {mine['leader_epoch']}")
         self.applied_epoch[broker] = cepoch
         view = self.broker_view.setdefault(broker, {})
@@ -438,7 +497,7 @@ class Replay:
     def _broker_up(self, ev: dict[str, Any]) -> str:
         broker = ev["broker"]
         if self.live.get(broker) is True:
-            return f"broker {broker} came up while it was up"
+            return f"TraceConsistent: broker {broker} came up while it was up"
         self.live[broker] = True
         # A restarted broker starts from nothing in memory: no controller epoch, no partition roles.
         self.applied_epoch.pop(broker, None)
@@ -451,22 +510,23 @@ class Replay:
     def _broker_down(self, ev: dict[str, Any]) -> str:
         broker = ev["broker"]
         if self._down(broker):
-            return f"broker {broker} went down while it was down"
+            return f"TraceConsistent: broker {broker} went down while it was down"
         self.live[broker] = False
         return ""
 
     def _produce(self, ev: dict[str, Any]) -> str:
         key, broker = ev["partition"], ev["broker"]
         if self._down(broker):
-            return f"produce: broker {broker} is down"
+            return f"LiveActors: produce: broker {broker} is down"
         leads, epoch = self._leads(key, broker)
         if leads is False:
-            return f"produce: broker {broker} appended to {key} but is not its leader (leader epoch {epoch})"
+            return f"OnlyLeadersAppend: broker {broker} appended to {key} but is not its leader (leader epoch {epoch})"
         log = self._log(key, broker)
         if "leo" in log and ev["offset"] != log["leo"]:
-            return f"offsets: {key} on broker {broker} appended at offset {ev['offset']}, its LEO was {log['leo']}"
+            return (f"OffsetsConsistent: {key} on broker {broker} appended at offset "
+                    f"{ev['offset']}, its LEO was {log['leo']}")
         if ev["leo"] != ev["offset"] + ev.get("count", 1):
-            return (f"offsets: {key} on broker {broker} appended {ev.get('count', 1)} at {ev['offset']} "
+            return (f"OffsetsConsistent: {key} on broker {broker} appended {ev.get('count', 1)} at {ev['offset']} "
                     f"but reports LEO {ev['leo']}")
         broken = self._hw_rules(key, broker, ev["leo"], ev["hw"], "leader")
         if broken:
@@ -478,25 +538,28 @@ class Replay:
         key, follower, leader = ev["partition"], ev["broker"], ev["leader"]
         for b in (follower, leader):
             if self._down(b):
-                return f"fetch: broker {b} is down"
+                return f"LiveActors: fetch: broker {b} is down"
         if follower == leader:
-            return f"fetch: broker {leader} fetched {key} from itself"
+            return f"FetchFromLeader: broker {leader} fetched {key} from itself"
         leads, epoch = self._leads(key, leader)
         if leads is False:
-            return f"fetch: {key} fetched from broker {leader}, which is not its leader (leader epoch {epoch})"
+            return (f"FetchFromLeader: {key} fetched from broker {leader}, which is not its leader "
+                    f"(leader epoch {epoch})")
         llog = self._log(key, leader)
         leader_leo = ev.get("leader_leo", llog.get("leo"))
         if leader_leo is not None and ev["fetch_offset"] > leader_leo:
-            return f"offsets: {key} fetch at offset {ev['fetch_offset']} beyond leader {leader}'s LEO {leader_leo}"
+            return (f"OffsetsConsistent: {key} fetch at offset {ev['fetch_offset']} beyond leader "
+                    f"{leader}'s LEO {leader_leo}")
         if ev["leo"] > (leader_leo if leader_leo is not None else ev["leo"]):
-            return f"offsets: follower {follower} of {key} has LEO {ev['leo']} beyond leader's LEO {leader_leo}"
+            return (f"OffsetsConsistent: follower {follower} of {key} has LEO {ev['leo']} beyond "
+                    f"leader's LEO {leader_leo}")
         leader_hw = ev.get("leader_hw", llog.get("hw"))
         if leader_hw is not None and leader_leo is not None:
             broken = self._hw_rules(key, leader, leader_leo, leader_hw, "leader")
             if broken:
                 return broken
         if leader_hw is not None and ev["hw"] > leader_hw:
-            return f"HW rule: follower {follower} of {key} has HW {ev['hw']} above the leader's HW {leader_hw}"
+            return f"HwWithinLeo: follower {follower} of {key} has HW {ev['hw']} above the leader's HW {leader_hw}"
         broken = self._hw_rules(key, follower, ev["leo"], ev["hw"], "follower")
         if broken:
             return broken

@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from kcm.checkers.verdicts import state_checks, step_checks, successors
+from kcm.model.interface import ModelBase
 from kcm.model.symmetry import Perm, rename_action, rename_cluster
 
 MAX_BROKERS = 8  # every permutation is tried; 8! = 40,320 is still quick, more is not
@@ -65,7 +66,7 @@ def symmetry_group(model: Any) -> list[Perm]:
     return group  # the identity ({}) comes first: permutations() yields the sorted order first
 
 
-class SymmetricModel:
+class SymmetricModel(ModelBase):
     """A bounded model whose fingerprint identifies states that differ only by a symmetry of its group."""
 
     def __init__(self, base: Any, group: list[Perm] | None = None) -> None:

@@ -112,23 +112,13 @@ def successors(model: Any, state: Any) -> list[tuple[Any, Any, Any]]:
 def indexed_successors(model: Any, state: Any) -> list[tuple[int, Any, Any, Any]]:
     """Like `successors`, with each action's position in `model.actions(state)` first (for compact parent links).
 
-    A model with a `successor(state, action)` method (None: refused, a no-op or out of bounds) is asked through
-    it, so that it may give up early on a step that leaves its bounds; every engine then gets that saving.
+    Each step goes through the model's `successor(state, action)` (ModelBase's default or the model's own, which may
+    give up early on a step that leaves its bounds; every engine then gets that saving).
     """
-    from kcm.model.errors import KcmError
-
     out = []
-    successor = getattr(model, "successor", None)
+    successor = model.successor
     for i, action in enumerate(model.actions(state)):
-        if successor is not None:
-            found = successor(state, action)
-            if found is not None:
-                out.append((i, action, found[0], found[1]))
-            continue
-        try:
-            nxt, effects = model.step(state, action)
-        except KcmError:
-            continue
-        if nxt != state and model.within_boundary(nxt):
-            out.append((i, action, nxt, effects))
+        found = successor(state, action)
+        if found is not None:
+            out.append((i, action, found[0], found[1]))
     return out

@@ -31,13 +31,13 @@ def main() -> int:
             print(f"induction rules={rules} brokers={n}: total {total:.2f} s; {cells}")
     enc = Encoding(rule_set("seeds"), args.bmc_brokers)
     for depth in range(1, args.bmc_depth + 1):
-        r = bmc(enc, invariant("one-leader-per-epoch"), depth)
-        print(f"bmc one-leader-per-epoch brokers={args.bmc_brokers} depth={depth}: {r.verdict}, {r.seconds:.2f} s")
+        r = bmc(enc, invariant("OneLiveLeaderPerEpoch"), depth)
+        print(f"bmc OneLiveLeaderPerEpoch brokers={args.bmc_brokers} depth={depth}: {r.verdict}, {r.seconds:.2f} s")
     for bug, switch in (
         ("no-leader-epoch-bump", "bump_epoch_on_election"),
         ("no-controller-epoch-check", "brokers_check_controller_epoch"),
     ):
-        name = "one-leader-per-epoch" if switch == "bump_epoch_on_election" else "controller-epoch-fencing"
+        name = "OneLiveLeaderPerEpoch" if switch == "bump_epoch_on_election" else "ControllerEpochMonotone"
         enc = Encoding(rule_set("seeds"), 3, **{switch: False})
         r = prove(enc, invariant(name), trace_depth=7)
         steps = len(r.counterexample.actions) if r.counterexample and r.counterexample.actions else 0

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple, Protocol
 
 from kcm.model.effects import Effects
+from kcm.model.errors import KcmError
 
 ALWAYS = "always"
 SOMETIMES = "sometimes"
@@ -54,9 +55,10 @@ def find(properties: Sequence[Property], name: str) -> Property:
 class Model(Protocol):
     """What an engine needs to know about a system to explore, test, replay or prove it.
 
-    Optional, read with getattr by the engines that use them: `successor(state, action)` (the step an explorer
-    keeps, or None, possibly cut short at the bounds), `outcome(state, action)` (which also tells a step past the
-    bounds from a refused one) and `fair(action)` (weak fairness, for EVENTUALLY properties; none without it).
+    `ModelBase` below gives every optional method a default; engines call them on any model built on it:
+    `successor(state, action)` (the step an explorer keeps, or None, possibly cut short at the bounds),
+    `outcome(state, action)` (which also tells a step past the bounds from a refused one) and `fair(action)` (weak
+    fairness, for EVENTUALLY properties).
     """
 
     def init_states(self) -> Sequence[Any]:
@@ -86,3 +88,50 @@ class Model(Protocol):
     def fingerprint(self, state: Any) -> int:
         """The state's stable 64-bit fingerprint."""
         ...
+
+
+class ModelBase:
+    """The optional methods of a Model with their defaults, like stateright's Model trait: a model subclasses this,
+    defines init_states, actions, step, properties, within_boundary and fingerprint, and overrides a default only
+    where it knows better (the bounded system stops a step at its bounds; brokers' own timers are fair)."""
+
+    def step(self, state: Any, action: Any) -> tuple[Any, Effects]:
+        """The next state and effects of an action; raises a KcmError when the step is refused."""
+        raise NotImplementedError(f"{type(self).__name__} defines no step")
+
+    def within_boundary(self, state: Any) -> bool:
+        """Whether exploration continues past this state (by default it always does)."""
+        return True
+
+    def next_state(self, state: Any, action: Any) -> Any | None:
+        """The next state of an action, or None when the action is refused or changes nothing."""
+        try:
+            nxt, _ = self.step(state, action)
+        except KcmError:
+            return None
+        return None if nxt == state else nxt
+
+    def outcome(self, state: Any, action: Any) -> tuple[str, tuple[Any, Effects] | None]:
+        """What an action does: (NEXT, (next state, effects)), or (REFUSED | UNCHANGED, None).
+
+        A step past the boundary counts as refused here: only a model that knows its bounds (the bounded system)
+        can tell it apart, as OUTSIDE, and then overrides this.
+        """
+        try:
+            nxt, effects = self.step(state, action)
+        except KcmError:
+            return REFUSED, None
+        if nxt == state:
+            return UNCHANGED, None
+        if not self.within_boundary(nxt):
+            return REFUSED, None
+        return NEXT, (nxt, effects)
+
+    def successor(self, state: Any, action: Any) -> tuple[Any, Effects] | None:
+        """(next state, effects) of a transition an explorer keeps; None when refused, a no-op or out of bounds."""
+        kind, found = self.outcome(state, action)
+        return found if kind == NEXT else None
+
+    def fair(self, action: Any) -> bool:
+        """Whether weak fairness applies to the action (by default none does: no EVENTUALLY property can hold)."""
+        return False

@@ -93,18 +93,20 @@ def rename_cluster(perm: Perm, state: Cluster) -> Cluster:
         ghost=rename_ghost(perm, state.ghost))
 
 
+_RENAME = {
+    A.BROKER: _b,
+    A.BROKER_LIST: _ordered,
+    A.ASSIGNMENT: lambda perm, assignment: tuple((p, _ordered(perm, r)) for p, r in assignment),
+    A.REPLICA_LIST: lambda perm, replicas: tuple((tp, _b(perm, b)) for tp, b in replicas),
+}
+
+
 def rename_action(perm: Perm, action: Any) -> Any:
-    """The same action with every broker id it names renamed (actions that name none are returned as they are)."""
-    if isinstance(action, (A.BrokerFail, A.BrokerStart, A.ControlledShutdown, A.ControllerResign, A.IsrShrink,
-                           A.Replicate)):
-        return action._replace(broker=_b(perm, action.broker))
-    if isinstance(action, A.Reassign):
-        return action._replace(replicas=_ordered(perm, action.replicas))
-    if isinstance(action, (A.CreateTopic, A.AddPartitions)):
-        return action._replace(assignment=tuple((p, _ordered(perm, r)) for p, r in action.assignment))
-    if isinstance(action, A.ReplicaTransition):
-        return action._replace(replicas=tuple((tp, _b(perm, b)) for tp, b in action.replicas))
-    return action
+    """The same action with every broker id it names renamed, as its BROKER_FIELDS declare."""
+    fields = type(action).BROKER_FIELDS
+    if not fields:
+        return action
+    return action._replace(**{name: _RENAME[kind](perm, getattr(action, name)) for name, kind in fields})
 
 
 __all__ = ["Perm", "rename_action", "rename_cluster", "rename_context", "rename_ghost", "rename_zk"]

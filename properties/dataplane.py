@@ -13,7 +13,7 @@ from typing import Any
 from kcm.model.cluster import Cluster
 from kcm.model.effects import Effects
 from kcm.model.interface import ALWAYS, SOMETIMES, STEP, Property, find, named
-from kcm.reference.dataplane import epoch_start_offset, leader_log
+from kcm.model.logs import epoch_start_offset, leader_log
 
 
 def _missing(state: Cluster, records: Any) -> list[tuple]:
@@ -119,13 +119,13 @@ def holds_by_design(config: Any) -> bool:
 
 
 PROPERTIES: list[Property] = [
-    named("acked_records_survive", ALWAYS, acked_records_survive),
-    named("consumed_records_survive", ALWAYS, consumed_records_survive),
-    named("logs_agree_below_hw", ALWAYS, logs_agree_below_hw),
-    named("leader_hw_monotone", STEP, leader_hw_monotone),
-    named("isr_joins_reach_epoch_start", STEP, isr_joins_reach_epoch_start),
-    named("some_record_acked", SOMETIMES, some_record_acked),
-    named("some_record_consumed", SOMETIMES, some_record_consumed),
+    named("AckedRecordsSurvive", ALWAYS, acked_records_survive),
+    named("ConsumedRecordsSurvive", ALWAYS, consumed_records_survive),
+    named("LogsAgreeBelowHw", ALWAYS, logs_agree_below_hw),
+    named("LeaderHwMonotone", STEP, leader_hw_monotone),
+    named("IsrJoinsReachEpochStart", STEP, isr_joins_reach_epoch_start),
+    named("SomeRecordAcked", SOMETIMES, some_record_acked),
+    named("SomeRecordConsumed", SOMETIMES, some_record_consumed),
 ]
 
 

@@ -13,8 +13,8 @@ from typing import Any
 
 from kcm.model.cluster import Cluster
 from kcm.model.interface import EVENTUALLY, Property, named
+from kcm.model.logs import leader_log
 from kcm.properties.controller import replicas_act_on_znode
-from kcm.reference.dataplane import leader_log
 
 
 def _up(state: Cluster) -> set[int]:

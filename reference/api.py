@@ -6,53 +6,24 @@ handler works on a Txn that is simply dropped.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from kcm.model import actions as A
 from kcm.model.cluster import Cluster, ClusterConfig, initial_cluster
 from kcm.model.effects import Effects
 from kcm.model.errors import KcmError
 from kcm.model.txn import Txn
-from kcm.reference import brokers, controller, direct, hooks, preferred, reassignment, requests, topics, zombie
-
-Handler = Callable[[Txn, Any], None]
-
-
-def _dataplane(name: str) -> Handler:
-    def handler(t: Txn, action: Any) -> None:
-        module = hooks.dataplane_module()  # imported once, not per step
-        if module is None:
-            # Refused like any other step (nothing applied) until the data plane module is installed.
-            raise KcmError(f"{type(action).__name__}: kcm.reference.dataplane is not installed")
-        getattr(module, name)(t, action)  # looked up per call: a patched data plane function is the one called
-
-    handler.__name__ = name
-    handler.__doc__ = f"kcm.reference.dataplane.{name}"
-    return handler
-
-
-HANDLERS: dict[type, Handler] = {
-    A.CreateTopic: topics.create_topic,
-    A.AddPartitions: topics.add_partitions,
-    A.DeleteTopic: topics.delete_topic,
-    A.BrokerFail: brokers.broker_fail,
-    A.BrokerStart: brokers.broker_start,
-    A.ControlledShutdown: brokers.controlled_shutdown,
-    A.ControllerResign: controller.controller_resign,
-    A.Reassign: reassignment.reassign,
-    A.PreferredElection: preferred.preferred_election,
-    A.Produce: _dataplane("produce"),
-    A.Replicate: _dataplane("replicate"),
-    A.IsrShrink: _dataplane("isr_shrink"),
-    A.Consume: _dataplane("consume"),
-    A.PartitionTransition: direct.partition_transition,
-    A.ReplicaTransition: direct.replica_transition,
-    A.Deliver: requests.deliver_next,
-    A.ZombieElect: zombie.zombie_elect,
-    A.BrokerBounce: brokers.broker_bounce,
-    A.SessionExpiry: brokers.session_expiry,
-}
+from kcm.reference import (  # noqa: F401 (importing a handler's module registers it: reference/handlers.py)
+    brokers,
+    controller,
+    dataplane,
+    direct,
+    preferred,
+    reassignment,
+    requests,
+    topics,
+    zombie,
+)
+from kcm.reference.handlers import HANDLERS
 
 
 def start(config: ClusterConfig) -> tuple[Cluster, Effects]:

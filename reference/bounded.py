@@ -19,7 +19,7 @@ from kcm.model.cluster import Cluster, ClusterConfig
 from kcm.model.effects import Effects
 from kcm.model.errors import KcmError
 from kcm.model.fingerprint import PartFingerprints, combine, fingerprint
-from kcm.model.interface import EVENTUALLY, NEXT, OUTSIDE, REFUSED, UNCHANGED, Property
+from kcm.model.interface import EVENTUALLY, NEXT, OUTSIDE, REFUSED, UNCHANGED, ModelBase, Property
 from kcm.model.txn import OutOfBounds, Txn
 from kcm.model.variants import SWITCHES, known_switch
 from kcm.properties import controller as controller_properties
@@ -37,8 +37,8 @@ REACHED_ONLY_WITH = {
     "SomeReassignmentCompletes": {"reassignment"},
     "SomeTopicDeletionCompletes": {"deletion"},
     "SomeStaleRequestRefused": {"delivery:async"},
-    "some_record_acked": {"data_plane"},
-    "some_record_consumed": {"consume"},
+    "SomeRecordAcked": {"data_plane"},
+    "SomeRecordConsumed": {"consume"},
     # EVENTUALLY properties: without follower fetches nothing catches up, so every run would look stuck
     "ReassignmentsFinish": {"data_plane"},
     "ProducesResolve": {"data_plane"},
@@ -163,7 +163,7 @@ def preferred_election_is_idle(state: Cluster) -> bool:
 _PART_NAMES = Cluster._fields
 
 
-class BoundedSystem:
+class BoundedSystem(ModelBase):
     """The Model of one bounded configuration (see the module docstring)."""
 
     def __init__(self, cfg: dict[str, Any]) -> None:

@@ -8,11 +8,14 @@ from kcm.model.errors import BrokerNotAvailable
 from kcm.model.states import PartitionState as P
 from kcm.model.states import ReplicaState as R
 from kcm.model.txn import Txn
-from kcm.reference import hooks, requests, selectors
+from kcm.reference import broker_logs, requests, selectors
 from kcm.reference.context import has_controller, is_deleting, replicas_on
 from kcm.reference.controller import elect_controller, reset_context
+from kcm.reference.handlers import handles
 from kcm.reference.partition_machine import handle_partition_changes, trigger_online_partition_state_change
+from kcm.reference.reassignment import on_partition_reassignment
 from kcm.reference.replica_machine import handle_replica_changes
+from kcm.reference.topics import fail_replica_deletion, resume_deletion
 
 
 def _registered(t: Txn, broker: int) -> None:
@@ -20,6 +23,7 @@ def _registered(t: Txn, broker: int) -> None:
         raise BrokerNotAvailable(f"broker {broker} is not registered in this cluster")
 
 
+@handles(BrokerStart)
 def broker_start(t: Txn, a: BrokerStart) -> None:
     """The broker (re)registers; the controller runs onBrokerStartup (or it becomes controller if there is none)."""
     _registered(t, a.broker)
@@ -43,9 +47,10 @@ def _restart_locally(t: Txn, broker: int) -> None:
     for key, data in list(t.replicas.items()):
         if key[2] == broker:
             t.replicas[key] = data._replace(leader=NO_LEADER, leader_epoch=-1)
-    hooks.call("on_broker_restart", t, broker)
+    broker_logs.on_broker_restart(t, broker)
 
 
+@handles(BrokerBounce)
 def broker_bounce(t: Txn, a: BrokerBounce) -> None:
     """The broker restarts and re-registers before the controller reads /brokers/ids (a fast bounce).
 
@@ -61,7 +66,7 @@ def broker_bounce(t: Txn, a: BrokerBounce) -> None:
         raise BrokerNotAvailable(f"broker {a.broker} is the controller: its restart is a controller failover "
                                  "(broker_fail, then broker_start)")
     requests.drop_inflight(t, a.broker)
-    hooks.call("on_broker_crash", t, a.broker)
+    broker_logs.on_broker_crash(t, a.broker)
     restarted = state._replace(shutting_down=False, incarnation=state.incarnation + 1, leftover_batch=False)
     if has_controller(t) and not t.config.has("KAFKA-1120"):
         # The controller handles the old incarnation's failure first; nothing it sends reaches the old one.
@@ -80,6 +85,7 @@ def broker_bounce(t: Txn, a: BrokerBounce) -> None:
     on_broker_startup(t, {a.broker})
 
 
+@handles(SessionExpiry)
 def session_expiry(t: Txn, a: SessionExpiry) -> None:
     """The broker's ZooKeeper session expires and it registers again, without restarting (a long pause).
 
@@ -116,9 +122,6 @@ def on_broker_startup(t: Txn, new: set[int]) -> None:
     # Every replica on the new brokers, those of topics queued for deletion too, goes OnlineReplica first.
     handle_replica_changes(t, replicas, R.ONLINE)
     trigger_online_partition_state_change(t)
-    from kcm.reference.reassignment import on_partition_reassignment
-    from kcm.reference.topics import resume_deletion
-
     for tp, r in t.ctx.sorted_items("reassignments"):
         if any(b in new for b in r.target) and t.ctx.reassignments.get(tp) == r:
             on_partition_reassignment(t, tp, r)
@@ -127,6 +130,7 @@ def on_broker_startup(t: Txn, new: set[int]) -> None:
         resume_deletion(t, topic, despite_reassignment=True)
 
 
+@handles(BrokerFail)
 def broker_fail(t: Txn, a: BrokerFail) -> None:
     """The broker's session expires: a new controller if it was the controller, else onBrokerFailure."""
     _registered(t, a.broker)
@@ -137,7 +141,7 @@ def broker_fail(t: Txn, a: BrokerFail) -> None:
     requests.drop_inflight(t, a.broker)
     if t.zombie is not None and t.zombie.controller_id == a.broker:
         t.zombie = None  # a dead process cannot act
-    hooks.call("on_broker_crash", t, a.broker)
+    broker_logs.on_broker_crash(t, a.broker)
     t.zk.brokers.discard(a.broker)
     if t.zk.controller == a.broker:
         t.zk.controller = -1  # the ephemeral /controller dies with the session
@@ -159,8 +163,6 @@ def on_broker_failure(t: Txn, dead: set[int]) -> None:
     handle_partition_changes(t, leaderless, P.OFFLINE)
     trigger_online_partition_state_change(t)
     handle_replica_changes(t, [r for r in replicas if not is_deleting(t, r[0][0])], R.OFFLINE)
-    from kcm.reference.topics import fail_replica_deletion
-
     for topic in sorted({tp[0] for tp, _ in replicas if is_deleting(t, tp[0])}):
         fail_replica_deletion(t, topic, [r for r in replicas if r[0][0] == topic])
     if not leaderless:
@@ -168,6 +170,7 @@ def on_broker_failure(t: Txn, dead: set[int]) -> None:
         requests.flush(t)
 
 
+@handles(ControlledShutdown)
 def controlled_shutdown(t: Txn, a: ControlledShutdown) -> None:
     """shutdownBroker: leaders moved with the controlled-shutdown selector, followers -> OfflineReplica (RF > 1)."""
     _registered(t, a.broker)

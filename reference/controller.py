@@ -10,8 +10,11 @@ from kcm.model.states import PartitionState as P
 from kcm.model.states import ReplicaState as R
 from kcm.model.txn import OutOfBounds, Txn, freeze_context
 from kcm.reference import requests
+from kcm.reference.handlers import handles
 from kcm.reference.partition_machine import trigger_online_partition_state_change
+from kcm.reference.reassignment import on_partition_reassignment
 from kcm.reference.replica_machine import handle_replica_changes
+from kcm.reference.topics import resume_deletion
 
 
 def reset_context(t: Txn) -> None:
@@ -73,9 +76,6 @@ def on_controller_failover(t: Txn) -> None:
             c.topics_ineligible.add(topic)
     replica_state_machine_startup(t)
     partition_state_machine_startup(t)
-    from kcm.reference.reassignment import on_partition_reassignment
-    from kcm.reference.topics import resume_deletion
-
     for tp, r in sorted(c.reassignments.items()):
         if tp in c.reassignments:
             on_partition_reassignment(t, tp, r)
@@ -138,6 +138,7 @@ def partition_state_machine_startup(t: Txn) -> None:
     trigger_online_partition_state_change(t)
 
 
+@handles(ControllerResign)
 def controller_resign(t: Txn, a: ControllerResign) -> None:
     """/controller goes away; a new election runs (the named broker wins if live)."""
     if a.broker >= 0 and not (a.broker in t.brokers and t.brokers[a.broker].alive):

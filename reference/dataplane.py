@@ -1,5 +1,5 @@
-"""The replication data plane: produce, follower fetch, leader-driven ISR changes, consume, and the log side
-of becoming leader or follower, crashing and restarting.
+"""The replication data plane: produce, follower fetch, leader-driven ISR changes and consume (the log side of
+becoming leader or follower, crashing and restarting is reference/broker_logs.py).
 
 Timing of one follower fetch (Kafka's real timing, which is what makes KIP-101's bug reachable): the follower
 fetches at offset = its LEO; the leader records that LEO, then advances its HW to the minimum LEO over the ISR;
@@ -16,8 +16,6 @@ is `pending`. ISR expansion and shrink by the leader are conditional writes on t
 
 from __future__ import annotations
 
-from typing import Any
-
 from kcm.model.actions import Consume, IsrShrink, Produce, Replicate
 from kcm.model.cluster import NO_LEADER, LeaderAndIsr, ReplicaData
 from kcm.model.errors import (
@@ -28,12 +26,14 @@ from kcm.model.errors import (
     StaleZkVersion,
     UnknownTopicOrPartition,
 )
-from kcm.model.fmap import EMPTY
+from kcm.model.logs import epoch_start_offset
 from kcm.model.names import tp_name
 from kcm.model.txn import Txn
 from kcm.reference import reassignment, truncation
+from kcm.reference.broker_logs import _advance_hw, _truncated
+from kcm.reference.handlers import handles
 
-# Replica records are rebuilt on every fetch, produce and LeaderAndIsr: from all their fields in order, with
+# Replica records are rebuilt on every fetch and produce: from all their fields in order, with
 # tuple.__new__ (what the NamedTuple's constructor does, minus its Python-level __new__ and _replace's keyword
 # machinery). That needs the field order below.
 _new = tuple.__new__
@@ -73,42 +73,6 @@ def acting_leader(t: Txn, tp: tuple) -> int:
 # -- the leader's high watermark and the acks it releases ---------------------------------------
 
 
-def _advance_hw(t: Txn, tp: tuple, leader: int) -> None:
-    """maybeIncrementLeaderHW: HW := max(HW, min LEO over the ISR); acks=all records below it are acknowledged."""
-    key = (tp[0], tp[1], leader)
-    data = t.replicas[key]
-    log, hw, _, _, isr, _, _, remote, _ = data
-    leo = len(log)
-    if isr:
-        if remote:
-            remote = dict(remote)
-            lowest = min([leo if b == leader else remote.get(b, 0) for b in isr])
-        else:  # no follower has reported a LEO since this replica took over: each counts as offset 0
-            lowest = leo
-            for b in isr:
-                if b != leader:
-                    lowest = 0
-                    break
-        new_hw = hw if lowest < hw else lowest
-    else:
-        new_hw = hw if leo < hw else leo
-    if new_hw != hw:
-        t.replicas[key] = _new(ReplicaData, (log, new_hw, *data[2:]))
-    pending = t.ghost.lookup("pending", tp, ())
-    if not pending:
-        return
-    acked = tuple(r for r in pending if r[0] < new_hw and r[0] < len(log) and log[r[0]] == r[1])
-    # A pending record truncated away was never acknowledged: its producer saw an error.
-    gone = tuple(r for r in pending if r[0] >= len(log) or log[r[0]] != r[1])
-    rest = tuple(r for r in pending if r not in acked and r not in gone)
-    if acked:
-        t.ghost.acked[tp] = t.ghost.acked.get(tp, ()) + acked
-    if rest:
-        t.ghost.pending[tp] = rest
-    else:
-        t.ghost.pending.pop(tp, None)
-
-
 def _write_isr(t: Txn, tp: tuple, leader: int, isr: tuple[int, ...]) -> None:
     """The leader's conditional ISR write: StaleZkVersion if its zkVersion is outdated; bumps only the zkVersion."""
     data = t.replicas[_key(tp, leader)]
@@ -129,6 +93,7 @@ def _write_isr(t: Txn, tp: tuple, leader: int, isr: tuple[int, ...]) -> None:
 # -- client and follower requests -----------------------------------------------------------------
 
 
+@handles(Produce)
 def produce(t: Txn, a: Produce) -> None:
     """Append records in the leader's epoch; acks=all is refused (nothing appended) while |ISR| < min ISR."""
     leader = acting_leader(t, a.tp)
@@ -171,6 +136,7 @@ def believed_leader(t: Txn, tp: tuple, follower: int) -> int:
     return leader
 
 
+@handles(Replicate)
 def replicate(t: Txn, a: Replicate) -> None:
     """One fetch by the named follower, or by every live follower in broker order (see the module docstring)."""
     if a.broker >= 0 and t.config.delivery == "async":
@@ -229,15 +195,6 @@ def fetch(t: Txn, tp: tuple, leader: int, follower: int) -> None:
             t.note(f"ISR expansion skipped: {err.message}")  # KAFKA-2729: the leader retries with a stale version
 
 
-def epoch_start_offset(data: ReplicaData) -> int:
-    """The start offset of the replica's current leader epoch: its first record in that epoch, else its LEO.
-
-    A leader appends only in its own epoch, so this is its LEO when it became leader (Kafka's
-    leaderEpochStartOffsetOpt, set in makeLeader).
-    """
-    return next((o for o, e in enumerate(data.log) if e == data.leader_epoch), data.leo)
-
-
 def caught_up(t: Txn, leader: ReplicaData, fetch_offset: int) -> bool:
     """Whether a follower fetching at fetch_offset may join the leader's ISR.
 
@@ -250,12 +207,7 @@ def caught_up(t: Txn, leader: ReplicaData, fetch_offset: int) -> bool:
     return t.config.has("KAFKA-7128") or fetch_offset >= epoch_start_offset(leader)
 
 
-def _truncated(data: ReplicaData, offset: int) -> ReplicaData:
-    """The replica with its log cut to `offset` (and its HW not above the new LEO)."""
-    offset = max(0, min(offset, data.leo))
-    return _new(ReplicaData, (data[0][:offset], min(data.hw, offset), *data[2:]))
-
-
+@handles(IsrShrink)
 def isr_shrink(t: Txn, a: IsrShrink) -> None:
     """The leader drops a follower from the ISR (in an untimed model any follower may have lagged too long)."""
     leader = acting_leader(t, a.tp)
@@ -268,6 +220,7 @@ def isr_shrink(t: Txn, a: IsrShrink) -> None:
     _advance_hw(t, a.tp, leader)  # a smaller ISR may let the HW move (min LEO over fewer replicas)
 
 
+@handles(Consume)
 def consume(t: Txn, a: Consume) -> None:
     """A consumer fetch from the leader: the records from `offset` below the HW; t.result is how many."""
     leader = acting_leader(t, a.tp)
@@ -277,77 +230,6 @@ def consume(t: Txn, a: Consume) -> None:
         t.ghost.consumed[a.tp] = t.ghost.consumed.get(a.tp, ()) + tuple(
             r for r in records if r not in t.ghost.consumed.get(a.tp, ()))
     t.result = len(records)
-
-
-# -- LeaderAndIsr, crash and restart (called by the controller's broker side) ---------------------------
-
-
-def _forget_old_incarnation(t: Txn, tp: tuple, broker: int) -> None:
-    """A first, empty replica of a partition with no other replica left is a new topic: drop the old one's history."""
-    replicas = t.replicas
-    if replicas[(tp[0], tp[1], broker)][0]:
-        return
-    topic, partition = tp
-    for k in replicas:
-        if k[1] == partition and k[0] == topic and k[2] != broker:
-            return
-    for name in ("acked", "consumed", "pending"):
-        t.ghost.discard(name, tp)  # most partitions have none: no thaw, no freeze
-
-
-def become_leader(t: Txn, tp: tuple, broker: int) -> None:
-    """makeLeader: stop any pending truncation, forget followers' LEOs (they report again on their next fetch).
-
-    acks=all produces still waiting on the old leader fail with the leadership change: they are never acknowledged,
-    even if the new leader later commits the same records.
-    """
-    _forget_old_incarnation(t, tp, broker)
-    key = _key(tp, broker)
-    data = t.replicas[key]
-    t.replicas[key] = _new(ReplicaData, (*data[:7], EMPTY, False))
-    t.ghost.discard("pending", tp)
-    _advance_hw(t, tp, broker)
-
-
-def become_follower(t: Txn, tp: tuple, broker: int) -> None:
-    """makeFollower: truncate to the HW at once (high_watermark) or at the first fetch (leader-epoch variants)."""
-    _forget_old_incarnation(t, tp, broker)
-    key = _key(tp, broker)
-    data = t.replicas[key]
-    data = _new(ReplicaData, (*data[:7], EMPTY, data[8]))
-    if truncation.truncates_on_become_follower(t.config.truncation):
-        data = _truncated(data, data.hw)
-    else:
-        data = _new(ReplicaData, (*data[:8], True))
-    t.replicas[key] = data
-
-
-def on_broker_crash(t: Txn, broker: int) -> None:
-    """The broker's process dies: its in-memory follower LEOs go; logs and checkpointed HWs stay on disk."""
-    for key, data in t.items("replicas"):
-        if key[2] == broker and data.remote_leo:
-            t.replicas[key] = _new(ReplicaData, (*data[:7], EMPTY, data[8]))
-
-
-def on_broker_restart(t: Txn, broker: int) -> None:
-    """Log recovery at startup: before KIP-101 every local log is truncated to its checkpointed HW."""
-    if not truncation.truncates_on_restart(t.config.truncation):
-        return
-    for key, data in t.items("replicas"):
-        if key[2] == broker and data.leo > data.hw:
-            t.replicas[key] = _truncated(data, data.hw)
-
-
-def leader_log(state: Any, tp: tuple) -> tuple[int, ...] | None:
-    """The log of tp's acting leader in a Cluster value, or None when no live broker leads it."""
-    lai = dict(state.zk.partitions).get(tp)
-    if lai is None or lai.leader == NO_LEADER:
-        return None
-    data = dict(state.replicas).get(_key(tp, lai.leader))
-    broker = dict(state.brokers).get(lai.leader)
-    if data is None or broker is None or not broker.alive or data.leader != lai.leader:
-        return None
-    return data.log
 
 
 # -- the bounded system's canonical form ------------------------------------------------------------

@@ -10,6 +10,7 @@ from kcm.model.states import ReplicaState as R
 from kcm.model.txn import Txn
 from kcm.reference import selectors
 from kcm.reference.context import has_controller
+from kcm.reference.handlers import handles
 from kcm.reference.partition_machine import handle_partition_changes
 from kcm.reference.replica_machine import handle_replica_changes
 
@@ -21,6 +22,7 @@ def _require_partition(t: Txn, tp: tuple) -> None:
         raise BrokerNotAvailable("no controller is active to run the state machine")
 
 
+@handles(PartitionTransition)
 def partition_transition(t: Txn, a: PartitionTransition) -> None:
     """One handleStateChanges call: every move checked, the first illegal one refuses the whole step."""
     if a.selector is not None and a.selector not in selectors.NAMES:
@@ -32,6 +34,7 @@ def partition_transition(t: Txn, a: PartitionTransition) -> None:
     handle_partition_changes(t, a.tps, a.target, a.selector, strict=True)
 
 
+@handles(ReplicaTransition)
 def replica_transition(t: Txn, a: ReplicaTransition) -> None:
     """One handleStateChanges call of the replica machine, all or nothing, judged by the table alone.
 

@@ -9,6 +9,7 @@ from kcm.model.states import PartitionState as P
 from kcm.model.txn import Txn
 from kcm.reference import selectors
 from kcm.reference.context import has_controller, is_deleting
+from kcm.reference.handlers import handles
 from kcm.reference.partition_machine import handle_partition_changes
 
 
@@ -22,6 +23,7 @@ def not_needed(deleting: bool, lai: object | None, ar: tuple[int, ...]) -> bool:
     return deleting or lai is None or not ar or lai.leader == ar[0]
 
 
+@handles(PreferredElection)
 def preferred_election(t: Txn, a: PreferredElection) -> None:
     """Affected partitions -> OnlinePartition with the preferred selector; those already led by it are skipped."""
     if a.tps is None:

@@ -14,10 +14,13 @@ from kcm.model.states import ReplicaState as R
 from kcm.model.txn import Txn
 from kcm.reference import leadership, requests, selectors
 from kcm.reference.context import eligible_brokers, has_controller
+from kcm.reference.handlers import handles
 from kcm.reference.partition_machine import handle_partition_changes
 from kcm.reference.replica_machine import handle_replica_changes
+from kcm.reference.topics import resume_deletion
 
 
+@handles(Reassign)
 def reassign(t: Txn, a: Reassign) -> None:
     """Write /admin/reassign_partitions and start (or replace, rule 9) the partition's reassignment."""
     tp = a.tp
@@ -102,8 +105,6 @@ def complete(t: Txn, tp: tuple, r: Reassignment) -> None:
     requests.add_update_metadata(t, sorted(t.ctx.peek("live_brokers")), (tp,))  # step 12
     requests.flush(t)
     if t.ctx.has("topics_ineligible", tp[0]):
-        from kcm.reference.topics import resume_deletion
-
         t.ctx.topics_ineligible.discard(tp[0])
         resume_deletion(t, tp[0])
 

@@ -19,7 +19,8 @@ from kcm.model.errors import NoRequestInFlight
 from kcm.model.fmap import EMPTY
 from kcm.model.names import tp_name
 from kcm.model.txn import Txn
-from kcm.reference import hooks
+from kcm.reference import broker_logs
+from kcm.reference.handlers import handles
 
 # Records built per request are built with tuple.__new__ from all their fields in order (what the NamedTuple
 # constructors do, without their Python-level __new__ or _replace's keyword machinery), which fills in no
@@ -129,6 +130,7 @@ def send(t: Txn, req: Any) -> None:
     t.inflight[key] = queue + (req,)
 
 
+@handles(Deliver)
 def deliver_next(t: Txn, a: Deliver) -> None:
     """The `deliver` step: the oldest request in flight to the broker (from one epoch) is applied or refused."""
     epochs = sorted(e for b, e in t.inflight if b == a.broker and t.inflight[(b, e)])
@@ -202,9 +204,9 @@ def _apply_leader_and_isr(t: Txn, req: LeaderAndIsrRequest) -> bool:
         t.replicas[key] = _new(ReplicaData, (data[0], data[1], leader, leader_epoch, isr, zk_version, replicas,
                                              data[7], data[8]))
     if leader == broker:
-        hooks.call("become_leader", t, tp, broker)
+        broker_logs.become_leader(t, tp, broker)
     elif leader != NO_LEADER:
-        hooks.call("become_follower", t, tp, broker)
+        broker_logs.become_follower(t, tp, broker)
     return True
 
 

@@ -11,6 +11,7 @@ from kcm.model.states import ReplicaState as R
 from kcm.model.txn import Txn
 from kcm.reference import requests
 from kcm.reference.context import has_controller, partitions_of, topic_exists
+from kcm.reference.handlers import handles
 from kcm.reference.partition_machine import handle_partition_changes
 from kcm.reference.replica_machine import handle_replica_changes
 
@@ -41,6 +42,7 @@ def check_assignment(t: Txn, topic: str, assignment: Sequence[tuple[int, tuple[i
             raise InvalidReplicaAssignment(f"{topic}-{p}: brokers {unknown} are not registered")
 
 
+@handles(CreateTopic)
 def create_topic(t: Txn, a: CreateTopic) -> None:
     """Register the topic's assignment in ZooKeeper, then onNewTopicCreation."""
     if topic_exists(t, a.topic):
@@ -53,6 +55,7 @@ def create_topic(t: Txn, a: CreateTopic) -> None:
     _add(t, a.topic, assignment)
 
 
+@handles(AddPartitions)
 def add_partitions(t: Txn, a: AddPartitions) -> None:
     """New partitions of an existing topic, then onNewPartitionCreation."""
     if not topic_exists(t, a.topic) or a.topic in t.zk.delete_topics:
@@ -83,6 +86,7 @@ def on_new_partition_creation(t: Txn, tps: list[tuple]) -> None:
     handle_replica_changes(t, replicas, R.ONLINE)
 
 
+@handles(DeleteTopic)
 def delete_topic(t: Txn, a: DeleteTopic) -> None:
     """Queue the topic in /admin/delete_topics; the controller deletes it (contract rule 5).
 

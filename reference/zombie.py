@@ -21,8 +21,10 @@ from kcm.model.errors import (
 from kcm.model.names import tp_name
 from kcm.model.txn import Txn, thaw_context
 from kcm.reference import leadership, requests
+from kcm.reference.handlers import handles
 
 
+@handles(ZombieElect)
 def zombie_elect(t: Txn, a: ZombieElect) -> None:
     """The zombie elects another ISR replica it believes live as leader of tp, from its cache, and tells the AR."""
     if t.zombie is None:

@@ -60,7 +60,7 @@ def test_sample_verdict_and_first_violation_line(capsys, sample):
 def test_text_report_names_line_rule_and_state_before(capsys):
     code, out = _run(capsys, str(LOGS / "kafka-0.8-invalid.log"))
     assert code == 1
-    assert "first violation at line 14: partition-table" in out
+    assert "first violation at line 14: ValidTransition" in out
     assert "to NonExistentPartition (state.change.logger)" in out
     assert '"partition_state": "OnlinePartition"' in out
     assert "lines read:        20" in out and "detected version:  0.8" in out
@@ -95,7 +95,7 @@ def test_old_state_names_are_mapped_and_the_08_table_has_no_deletion_states():
         for a, b in [("NonExistentReplica", "NewReplica"), ("NewReplica", "OnlineReplica"),
                      ("OnlineReplica", "OfflineReplica"), ("OfflineReplica", "ReplicaDeletionStarted")])
     r08 = _check(lines, rules="kafka-0.8")
-    assert (r08.violations, r08.first_violation.line, r08.first_violation.rule) == (1, 4, "replica-table")
+    assert (r08.violations, r08.first_violation.line, r08.first_violation.rule) == (1, 4, "ValidTransition")
     assert _check(lines, rules="kafka").ok
     unknown = lines.replace("OnlineReplica to OfflineReplica", "OnlineReplica to ZombieReplica")
     r = _check(unknown, rules="kafka")
@@ -117,7 +117,7 @@ def test_controller_epoch_never_decreases_across_controller_lines():
     log = _ctl("Changed partition t-0 state from OnlinePartition to OfflinePartition", epoch=5)
     log += _ctl("Changed partition t-0 state from OfflinePartition to OnlinePartition", epoch=4)
     r = _check(log)
-    assert (r.first_violation.line, r.first_violation.rule) == (2, "controller-epoch-never-decreases")
+    assert (r.first_violation.line, r.first_violation.rule) == (2, "ControllerEpochMonotone")
     # a broker line quoting an older request epoch is not a controller line
     ok = _ctl("Changed partition t-0 state from OnlinePartition to OfflinePartition", epoch=5)
     ok += _brk("Ignoring LeaderAndIsr request from controller 9 with correlation id 1 since its controller epoch 4 "
@@ -133,7 +133,7 @@ def test_update_metadata_shares_the_brokers_controller_epoch_fence():
               "transition for partition t-0"
     assert _check(_brk(cached.format(e=4)) + _brk(handled.format(e=5)) + _brk(cached.format(e=5))).ok
     r = _check(_brk(handled.format(e=5)) + _brk(cached.format(e=4)))
-    assert (r.first_violation.line, r.first_violation.rule) == (2, "broker-applies-no-stale-controller-epoch")
+    assert (r.first_violation.line, r.first_violation.rule) == (2, "EpochFencing")
     # each broker has its own fence
     assert _check(_brk(handled.format(e=5), node=2) + _brk(cached.format(e=4), node=3)).ok
     legacy = ("[2015-01-01 00:00:00,000] TRACE Broker 2 cached leader info (LeaderAndIsrInfo:(Leader:1,ISR:1,"
@@ -150,9 +150,9 @@ def test_leader_epoch_and_one_leader_per_epoch():
                     f"for partition t-0")
     assert _check(send(1, 4) + send(1, 4, broker=2) + send(2, 5)).ok
     down = _check(send(1, 4) + send(2, 5) + send(1, 4))
-    assert {(down.first_violation.line, down.first_violation.rule)} == {(3, "leader-epoch-never-decreases")}
+    assert {(down.first_violation.line, down.first_violation.rule)} == {(3, "LeaderEpochMonotone")}
     two = _check(send(1, 4) + send(2, 4))
-    assert (two.first_violation.line, two.first_violation.rule) == (2, "one-leader-per-leader-epoch")
+    assert (two.first_violation.line, two.first_violation.rule) == (2, "OneLeaderPerEpoch")
 
 
 def test_violation_after_the_detection_window_is_found():

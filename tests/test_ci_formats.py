@@ -82,7 +82,7 @@ def test_check_log_writes_its_violation_with_the_log_line(tmp_path):
     doc = json.loads(sar.read_text())
     check_sarif(doc)
     result = doc["runs"][0]["results"][0]
-    assert result["ruleId"] == "broker-applies-no-stale-controller-epoch"
+    assert result["ruleId"] == "EpochFencing"
     assert result["locations"][0]["physicalLocation"]["region"]["startLine"] == 31
     assert f"::error file={log},line=31," in done.stdout
 

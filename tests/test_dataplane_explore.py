@@ -65,16 +65,16 @@ def test_unclean_election_loss_is_reached_by_search() -> None:
     broken, reached, _ = explore(ClusterConfig((0, 1), unclean_leader_election=True, truncation="kip320"), 4)
     # Produce, shrink the ISR to the leader (the HW passes the record: acknowledged), crash the leader: the empty
     # replica is elected. One more produce on it gives a record at the offset the old leader holds below its HW.
-    assert broken["acked_records_survive"] == [A.Produce(TP), A.IsrShrink(TP, 1), A.BrokerFail(0)]
-    assert broken["logs_agree_below_hw"] == [A.Produce(TP), A.IsrShrink(TP, 1), A.BrokerFail(0), A.Produce(TP)]
-    assert set(broken) == {"acked_records_survive", "logs_agree_below_hw"}
-    assert "some_record_acked" in reached
+    assert broken["AckedRecordsSurvive"] == [A.Produce(TP), A.IsrShrink(TP, 1), A.BrokerFail(0)]
+    assert broken["LogsAgreeBelowHw"] == [A.Produce(TP), A.IsrShrink(TP, 1), A.BrokerFail(0), A.Produce(TP)]
+    assert set(broken) == {"AckedRecordsSurvive", "LogsAgreeBelowHw"}
+    assert "SomeRecordAcked" in reached
 
 
 def test_kip320_without_unclean_keeps_every_property_within_the_bound() -> None:
     broken, reached, states = explore(ClusterConfig((0, 1), truncation="kip320"), 5)
     assert broken == {}
-    assert "some_record_acked" in reached and states > 100
+    assert "SomeRecordAcked" in reached and states > 100
 
 
 CRASHES = (A.Produce(TP), A.Replicate(TP), A.BrokerFail(0), A.BrokerFail(1), A.BrokerFail(2))
@@ -86,7 +86,7 @@ def test_kip101_loss_is_reached_by_search_under_high_watermark_only() -> None:
     # leader dies, the new leader's epoch makes the last follower truncate to its HW, then the new leader dies too.
     broken, _, _ = explore(ClusterConfig((0, 1, 2)), 6, CRASHES)
     loss = [A.Produce(TP), A.Replicate(TP), A.Replicate(TP), A.BrokerFail(0), A.BrokerFail(1)]
-    assert broken["acked_records_survive"] == loss
+    assert broken["AckedRecordsSurvive"] == loss
     for variant in ("leader_epoch", "kip279", "kip320"):
         assert explore(ClusterConfig((0, 1, 2), truncation=variant), 6, CRASHES)[0] == {}, variant
 
@@ -131,7 +131,7 @@ def test_data_plane_exploration_closes() -> None:
     found = bfs.explore(BoundedSystem(SMALL))
     verdicts = found.verdicts(BoundedSystem(SMALL).properties())
     assert found.complete and found.distinct_states < 1000
-    assert verdicts["some_record_acked"] == "reached" and verdicts["acked_records_survive"] == "holds"
+    assert verdicts["SomeRecordAcked"] == "reached" and verdicts["AckedRecordsSurvive"] == "holds"
 
 
 @pytest.mark.slow
@@ -141,10 +141,10 @@ def test_tla_sized_high_watermark_config_loses_an_acked_record_in_five_steps() -
     model = BoundedSystem(load_config("tla-high-watermark"))
     found = bfs.explore(model)
     assert found.complete
-    trace = found.violations["acked_records_survive"]
+    trace = found.violations["AckedRecordsSurvive"]
     assert trace[:3] == [A.Produce(TP), A.Replicate(TP), A.Replicate(TP)]
     assert sorted(trace[3:]) == [A.BrokerFail(1), A.BrokerFail(2)]  # either order is a shortest trace
-    assert len(found.violations["logs_agree_below_hw"]) == 6
+    assert len(found.violations["LogsAgreeBelowHw"]) == 6
 
 
 @pytest.mark.slow
@@ -152,7 +152,7 @@ def test_tla_sized_kip320_config_keeps_every_property() -> None:
     model = BoundedSystem(load_config("tla-kip320"))
     found = bfs.explore(model)
     assert found.complete and found.violations == {}
-    assert "some_record_acked" in found.reached
+    assert "SomeRecordAcked" in found.reached
 
 
 @pytest.mark.slow
@@ -164,12 +164,12 @@ def test_kafka_7128_variant_is_found_by_the_explorer_and_the_fix_holds() -> None
     cfg = {**base, "variants": ["KAFKA-7128"]}
     found = bfs.explore(BoundedSystem(cfg))
     assert found.complete
-    trace = found.violations["isr_joins_reach_epoch_start"]
+    trace = found.violations["IsrJoinsReachEpochStart"]
     assert trace[0] == A.Produce(TP) and trace[-1] == A.Replicate(TP) and len(trace) == 4
     # a follower fails and comes back (which one is BFS's choice among equally short traces)
     assert isinstance(trace[1], A.BrokerFail) and trace[2] == A.BrokerStart(trace[1].broker)
     # The contract's fetch hands the follower every record at once, so the early admission loses no data here.
-    assert set(found.violations) == {"isr_joins_reach_epoch_start"}
+    assert set(found.violations) == {"IsrJoinsReachEpochStart"}
     fixed = bfs.explore(BoundedSystem({**cfg, "variants": []}))
     assert fixed.complete and fixed.violations == {}
 
@@ -182,7 +182,7 @@ def test_variants_key_is_checked() -> None:
 def test_consumer_reads_are_explored_only_with_the_consume_family() -> None:
     # Without a consumer nothing is ever consumed: the reachability goal is left out rather than "never reached".
     plain = BoundedSystem(SMALL)
-    assert "some_record_consumed" not in {p.name for p in plain.properties()}
+    assert "SomeRecordConsumed" not in {p.name for p in plain.properties()}
     consuming = BoundedSystem({**SMALL, "families": SMALL["families"] + ["consume"]})
     committed = plain.init_states()[0]
     for action in (A.Produce(TP), A.Replicate(TP), A.Replicate(TP)):
@@ -192,7 +192,7 @@ def test_consumer_reads_are_explored_only_with_the_consume_family() -> None:
     assert read is not None and A.Consume(TP, 0) not in consuming.actions(read)  # nothing new left to read
     found = bfs.explore(consuming)
     assert found.complete and found.violations == {}
-    assert {"some_record_consumed", "some_record_acked"} <= found.reached
+    assert {"SomeRecordConsumed", "SomeRecordAcked"} <= found.reached
 
 
 def test_unclean_election_loses_a_consumed_record() -> None:
@@ -200,7 +200,7 @@ def test_unclean_election_loses_a_consumed_record() -> None:
     # follower is elected uncleanly: the consumer has seen a record the log no longer holds.
     cfg = {**SMALL, "families": SMALL["families"] + ["consume"], "unclean_leader_election": True}
     found = bfs.explore(BoundedSystem(cfg))
-    trace = found.violations["consumed_records_survive"]
+    trace = found.violations["ConsumedRecordsSurvive"]
     assert len(trace) == 4 and trace[-1] == A.BrokerFail(0) and trace[-2] == A.Consume(TP, 0)
     assert sorted(map(repr, trace[:2])) == sorted(map(repr, [A.Produce(TP), A.IsrShrink(TP, 1)]))  # either order
 
@@ -210,7 +210,7 @@ def test_reachability_goals_follow_the_families() -> None:
 
     assert set(REACHED_ONLY_WITH) <= {p.name for p in all_properties()}
     names = {p.name for p in BoundedSystem(SMALL).properties()}
-    assert "some_record_acked" in names and "SomeReassignmentCompletes" not in names
+    assert "SomeRecordAcked" in names and "SomeReassignmentCompletes" not in names
     assert "SomeStaleRequestRefused" not in names and "SomeTopicDeletionCompletes" not in names
     asynchronous = BoundedSystem({**SMALL, "delivery": "async"})
     assert "SomeStaleRequestRefused" in {p.name for p in asynchronous.properties()}

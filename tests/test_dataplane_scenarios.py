@@ -54,15 +54,15 @@ def run(doc: dict[str, Any], cfg: ClusterConfig) -> tuple[Cluster, dict[str, int
 
 HW, LE, K279, K320 = TRUNCATION_VARIANTS
 NONE: dict[str, int] = {}
-LOSS_AT_7 = {"acked_records_survive": 7, "consumed_records_survive": 7}
-DIVERGENCE = {"acked_records_survive": 5, "logs_agree_below_hw": 6}
-UNCLEAN = {"acked_records_survive": 4, "consumed_records_survive": 4}
+LOSS_AT_7 = {"AckedRecordsSurvive": 7, "ConsumedRecordsSurvive": 7}
+DIVERGENCE = {"AckedRecordsSurvive": 5, "LogsAgreeBelowHw": 6}
+UNCLEAN = {"AckedRecordsSurvive": 4, "ConsumedRecordsSurvive": 4}
 
 # scenario -> variant -> {property: first step index where it breaks}
 EXPECTED: dict[str, dict[str, dict[str, int]]] = {
     "kip101-data-loss.json": {HW: LOSS_AT_7, LE: NONE, K279: NONE, K320: NONE},
     "kip101-log-divergence.json": {HW: DIVERGENCE, LE: NONE, K279: NONE, K320: NONE},
-    "kip279-log-divergence.json": {HW: NONE, LE: {"logs_agree_below_hw": 11}, K279: NONE, K320: NONE},
+    "kip279-log-divergence.json": {HW: NONE, LE: {"LogsAgreeBelowHw": 11}, K279: NONE, K320: NONE},
     "unclean-election-data-loss.json": {HW: UNCLEAN, LE: UNCLEAN, K279: UNCLEAN, K320: UNCLEAN},
     "kafka-7128-isr-expansion.json": {HW: NONE, LE: NONE, K279: NONE, K320: NONE},
 }
@@ -120,7 +120,7 @@ def test_kafka_7128_variant_admits_the_lagging_follower(variant: str) -> None:
     doc = load("kafka-7128-isr-expansion.json")
     cfg = config_of(doc, truncation=variant)._replace(variants=("KAFKA-7128",))
     state, first, _ = run(doc, cfg)
-    assert first == {"isr_joins_reach_epoch_start": len(doc["steps"]) - 1}
+    assert first == {"IsrJoinsReachEpochStart": len(doc["steps"]) - 1}
     assert dict(state.zk.partitions)[("t", 0)].isr == (1, 2, 3)
     # One more fetch: under the fixed rule broker 3, now at the epoch start offset, joins too.
     fixed, _, _ = run({**doc, "steps": doc["steps"] + [{"op": "replicate", "partition": "t-0", "broker": 3}]},

@@ -18,7 +18,7 @@ def kcm(*args):
 
 def unclean():
     model = BoundedSystem(load_config("unclean"))
-    return model, bfs.explore(model).to_json(model)["counterexamples"]["acked_records_survive"]
+    return model, bfs.explore(model).to_json(model)["counterexamples"]["AckedRecordsSurvive"]
 
 
 def test_unclean_election_evidence_names_the_lost_record_and_the_step_that_lost_it():
@@ -68,7 +68,7 @@ def test_a_step_property_gets_a_witness_too():
 
     prop = next(p for p in PROPERTIES if p.name == "CleanElection")
     model = BoundedSystem(load_config("unclean"))
-    trace = bfs.explore(model).violations["acked_records_survive"]
+    trace = bfs.explore(model).violations["AckedRecordsSurvive"]
     states = [model.init_states()[0]]
     for a in trace:
         states.append(model.step(states[-1], a)[0])
@@ -82,17 +82,17 @@ def test_a_step_property_gets_a_witness_too():
 def test_random_walk_counterexamples_carry_evidence():
     model = BoundedSystem(load_config("unclean"))
     found = walk.walk(model, 200, 20, 0)
-    cex = found.to_json(model)["counterexamples"]["acked_records_survive"]
+    cex = found.to_json(model)["counterexamples"]["AckedRecordsSurvive"]
     assert cex["evidence"]["witness"]["detail"] and cex["scenario"]["expect_violation"]["property"] == \
-        "acked_records_survive"
+        "AckedRecordsSurvive"
 
 
 def test_out_scenarios_expect_their_violation_and_kcm_run_checks_it(tmp_path):
     done = kcm("explore", "--config", "unclean", "--quiet", "--out", str(tmp_path))
     assert done.returncode == 1
-    path = tmp_path / "acked_records_survive.json"
+    path = tmp_path / "AckedRecordsSurvive.json"
     doc = json.loads(path.read_text())
-    assert doc["expect_violation"] == {"property": "acked_records_survive", "step": 3}
+    assert doc["expect_violation"] == {"property": "AckedRecordsSurvive", "step": 3}
     assert kcm("run", str(path)).returncode == 0
     doc["expect_violation"]["step"] = 2
     path.write_text(json.dumps(doc))

@@ -31,12 +31,12 @@ def test_tiny_explores_and_every_safety_property_holds():
 def test_unclean_election_loses_an_acked_record_and_the_trace_replays():
     model = BoundedSystem(load_config("unclean"))
     found = bfs.explore(model, max_states=3000)  # the violation is at depth 3; the whole space is far larger
-    assert "acked_records_survive" in found.violations
-    trace = found.violations["acked_records_survive"]
+    assert "AckedRecordsSurvive" in found.violations
+    trace = found.violations["AckedRecordsSurvive"]
     state = model.init_states()[0]
     for action in trace:
         state, _ = api.step(model.config, state, action)
-    prop = next(p for p in model.properties() if p.name == "acked_records_survive")
+    prop = next(p for p in model.properties() if p.name == "AckedRecordsSurvive")
     assert not prop.condition(model, state)
     # The same trace as a `kcm run` scenario runs through the contract interface.
     outcome = run(parse_text(json.dumps(model.scenario(trace)).encode()))
@@ -54,8 +54,8 @@ def test_cli_summary_and_exit_codes(capsys, tmp_path):
     assert summary["distinct_states"] > 100 and summary["verdicts"]["ValidTransition"] == "holds"
     assert main(["explore", "--config", "unclean", "--quiet", "--max-states", "2000", "--out", str(tmp_path)]) == 1
     out = capsys.readouterr().out
-    assert "counterexample to acked_records_survive" in out
-    assert (tmp_path / "acked_records_survive.json").exists()
+    assert "counterexample to AckedRecordsSurvive" in out
+    assert (tmp_path / "AckedRecordsSurvive.json").exists()
     assert main(["explore", "--config", "no-such-config"]) == 2
     assert "no config" in capsys.readouterr().err
 
@@ -158,13 +158,13 @@ def test_compact_visited_set_rebuilds_every_state_by_replay():
 def test_counterexample_replays_through_the_compact_parent_links():
     model = BoundedSystem(load_config("unclean"))
     found = bfs.explore(model, max_states=3000)
-    trace = found.violations["acked_records_survive"]
+    trace = found.violations["AckedRecordsSurvive"]
     assert len(trace) == 3  # the shortest: found at depth 3 of the breadth-first order
     state = model.init_states()[0]
     for action in trace:
         assert action in model.actions(state)
         state = model.next_state(state, action)
-    prop = next(p for p in model.properties() if p.name == "acked_records_survive")
+    prop = next(p for p in model.properties() if p.name == "AckedRecordsSurvive")
     assert not prop.condition(model, state)
 
 

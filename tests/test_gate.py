@@ -63,13 +63,13 @@ def test_prove_stage_fails_with_a_trace_when_a_bug_is_seeded(monkeypatch):
 
     monkeypatch.setattr(encoding.Encoding, "__init__", no_bump)
     stage = prove_stage(brokers=2)
-    assert stage.status == FAILED and stage.failure.startswith("one-leader-per-epoch")
+    assert stage.status == FAILED and stage.failure.startswith("OneLiveLeaderPerEpoch")
     assert stage.counterexample["states"]
 
 
 def test_explore_stage_fails_with_the_shortest_counterexample():
     stage = explore_stage(load_explore_config("unclean"), max_states=3000)
-    assert stage.status == FAILED and "acked_records_survive" in stage.failure
+    assert stage.status == FAILED and "AckedRecordsSurvive" in stage.failure
     ops = [step["op"] for step in stage.counterexample["scenario"]["steps"]]
     assert ops == ["create_topic", "produce", "isr_shrink", "broker_fail"]
 

@@ -102,7 +102,7 @@ def test_gate_and_check_trace_write_their_reports(tmp_path):
                            "--html", str(gate)], capture_output=True, text=True)
     assert done.returncode == 1, done.stderr
     html = gate.read_text()
-    assert "Counterexample to acked_records_survive" in html and "<svg" in html
+    assert "Counterexample to AckedRecordsSurvive" in html and "<svg" in html
     for text in (page.read_text(), html):
         check = Balance()
         check.feed(text)

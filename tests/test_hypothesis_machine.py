@@ -21,14 +21,14 @@ from kcm.model.cluster import ClusterConfig
 from kcm.model.effects import Effects
 from kcm.model.errors import BrokerNotAvailable
 from kcm.model.fingerprint import fingerprint
-from kcm.model.interface import ALWAYS, SOMETIMES, SOMETIMES_STEP, STEP, Property
+from kcm.model.interface import ALWAYS, SOMETIMES, SOMETIMES_STEP, STEP, ModelBase, Property
 
 CONFIG = ClusterConfig((0, 1, 2), first_controller=1)
 SMALL = settings(max_examples=60, stateful_step_count=12, deadline=None, derandomize=True, database=None,
                  report_multiple_bugs=False)
 
 
-class LivenessModel:
+class LivenessModel(ModelBase):
     """Live brokers only; `keep_one` refuses to fail the last live broker, `leaky` breaks the refusal rule."""
 
     def __init__(self, props: list[Property], keep_one: bool = False, leaky: bool = False) -> None:

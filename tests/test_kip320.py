@@ -30,9 +30,9 @@ HW, LE, K279, K320 = TRUNCATION_VARIANTS
 TP = ("t", 0)
 REELECTED = 14  # broker 1's controlled shutdown: broker 2 leads epoch 2 while it still acts in epoch 0
 STALE_FETCH = 18  # broker 0, told of epochs 1 and 2, fetches from broker 2 still acting in epoch 0
-BREAKS = {"logs_agree_below_hw": 24, "consumed_records_survive": 27}
+BREAKS = {"LogsAgreeBelowHw": 24, "ConsumedRecordsSurvive": 27}
 
-FOUND_BREAKS = {"logs_agree_below_hw": 19}
+FOUND_BREAKS = {"LogsAgreeBelowHw": 19}
 FOUND_STALE_FETCHES = (17, 19)  # broker 0, in epoch 0, fetches from broker 1 leading epoch 2
 
 # scenario -> variant -> ({property: first step index where it breaks}, {step index: refusal})
@@ -205,7 +205,7 @@ def test_exploration_from_the_reelection_diverges_exactly_before_kip320(variant:
     if variant == K320:
         assert found.violations == {}
     else:
-        assert sorted(found.violations) == ["logs_agree_below_hw"]
+        assert sorted(found.violations) == ["LogsAgreeBelowHw"]
 
 
 @pytest.mark.parametrize("variant", [K279, K320])
@@ -224,5 +224,5 @@ def test_exploration_from_the_preferred_election_of_the_found_trace(variant: str
     if variant == K320:
         assert found.violations == {}
     else:
-        assert sorted(found.violations) == ["logs_agree_below_hw"]
-        assert len(found.violations["logs_agree_below_hw"]) == 4
+        assert sorted(found.violations) == ["LogsAgreeBelowHw"]
+        assert len(found.violations["LogsAgreeBelowHw"]) == 4

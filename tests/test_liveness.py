@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 import pytest
 from kcm.checkers import bfs, liveness
 from kcm.model import actions as A
-from kcm.model.interface import EVENTUALLY, named
+from kcm.model.interface import EVENTUALLY, ModelBase, named
 from kcm.reference.bounded import BadConfig, BoundedSystem, load_config
 
 from kcm.cli import main as kcm_main
@@ -29,7 +29,7 @@ def _settled(model: Any, state: int) -> bool:
     return state == 9
 
 
-class Graph:
+class Graph(ModelBase):
     """A Model over a hand-made graph of int states: state -> [(action, next state)]."""
 
     def __init__(self, edges: dict[int, list[tuple[Go, int]]], outside: frozenset[tuple[int, str]] = frozenset()
@@ -110,7 +110,7 @@ def test_the_shipped_liveness_config_settles_under_fairness() -> None:
     verdicts = found.verdicts(model.properties())
     assert verdicts["ReassignmentsFinish"] == verdicts["ProducesResolve"] == "holds"
     assert verdicts["ReplicasLearnLeaders"] == "holds"
-    assert verdicts["some_record_consumed"] == "reached" and verdicts["consumed_records_survive"] == "holds"
+    assert verdicts["SomeRecordConsumed"] == "reached" and verdicts["ConsumedRecordsSurvive"] == "holds"
 
 
 @pytest.mark.parametrize("variant", ["KAFKA-1120", "KAFKA-6082"])

@@ -43,7 +43,8 @@ def test_table_move_not_allowed_is_first_violation():
     v = check(LEGAL + [{"type": "partition_state_change", "partition": "t-0", "from": "OnlinePartition",
                         "to": "NewPartition"}, {"type": "controller_elected", "broker": 0, "epoch": 1}])
     assert (v.ok, v.line, v.malformed) == (False, 7, False)
-    assert v.rule.startswith("partition table") and v.state_before["partitions"] == {"t-0": "OnlinePartition"}
+    assert v.rule.startswith("ValidTransition: partition table")
+    assert v.state_before["partitions"] == {"t-0": "OnlinePartition"}
 
 
 def test_state_change_from_a_state_the_partition_is_not_in():
@@ -53,12 +54,12 @@ def test_state_change_from_a_state_the_partition_is_not_in():
 
 
 @pytest.mark.parametrize("event, words", [
-    (write(0, 0, [0, 1], 0), "zkVersion must increase"),
-    (write(1, 0, [0, 1], 1), "one leader per leader epoch"),
+    (write(0, 0, [0, 1], 0), "ZkVersionGrows: "),
+    (write(1, 0, [0, 1], 1), "OneLeaderPerEpoch ("),
     (write(0, 1, [0, 2], 1), "not within the assigned replicas"),
     (write(1, 1, [0], 1), "leader 1 is not in the ISR"),
     (write(0, 1, [0], 1, cepoch=2), "never elected"),
-    (lai(1, 1, 1, 0, [0, 1]), "one leader per leader epoch"),
+    (lai(1, 1, 1, 0, [0, 1]), "OneLeaderPerEpoch ("),
     (lai(1, 1, 0, 2, [0, 1], sent=True), "never written"),
 ])
 def test_leader_and_isr_rules(event, words):
@@ -78,14 +79,14 @@ def test_leader_epoch_may_stay_with_the_same_leader_but_never_go_back():
     shrink = write(0, 0, [0], 1)  # a leader-side ISR change keeps the leader epoch and bumps the zkVersion
     assert check(LEGAL + [shrink]).ok
     v = check(LEGAL + [write(1, 1, [1], 1), write(0, 0, [0], 2)])
-    assert v.line == 8 and "leader epoch must not decrease" in v.rule
+    assert v.line == 8 and v.rule == "LeaderEpochMonotone: t-0 leader epoch 0 after 1"
 
 
 def test_epoch_fencing_on_brokers():
     failover = LEGAL + [{"type": "controller_elected", "broker": 1, "epoch": 2}, lai(1, 2, 0, 0, [0, 1])]
     assert check(failover).ok
     v = check(failover + [lai(1, 1, 0, 0, [0, 1])])
-    assert v.line == 9 and v.rule.startswith("epoch fencing: broker 1")
+    assert v.line == 9 and v.rule.startswith("EpochFencing: broker 1")
     assert v.state_before["broker_controller_epochs"] == {"0": 1, "1": 2}
     assert check(failover + [lai(1, 1, 0, 0, [0, 1], accepted=False)]).ok  # refusing the zombie is right
     restarted = failover + [{"type": "broker_down", "broker": 1}, {"type": "broker_up", "broker": 1}]
@@ -98,7 +99,7 @@ def test_leader_epoch_fencing_on_brokers():
     moved = LEGAL + [write(1, 1, [0, 1], 1), lai(1, 1, 1, 1, [0, 1])]
     assert check(moved).ok
     v = check(moved + [lai(1, 1, 0, 0, [0, 1])])
-    assert v.line == 9 and v.rule.startswith("leader epoch fencing")
+    assert v.line == 9 and v.rule.startswith("LeaderEpochFencing: ")
 
 
 def produce(broker, offset, leo, hw, count=1):

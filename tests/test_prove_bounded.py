@@ -184,7 +184,7 @@ def test_cli_bmc_of_an_explorer_config(capsys: pytest.CaptureFixture[str]) -> No
     verdicts = {r["property"]: r["verdict"] for r in out["results"]}
     assert verdicts["OneLeaderPerEpoch"] == "holds" and verdicts["SomeControllerFailover"] == "reached"
     assert all(r["solver_seconds"] >= 0 for r in out["results"])
-    assert "acked_records_survive" in out["explorer_only"]
+    assert "AckedRecordsSurvive" in out["explorer_only"]
     assert prove_command.main(_args(bmc=1, config="tiny", json=False)) == 0
     text = capsys.readouterr().out
     assert "OneLiveLeaderPerEpoch" in text and "checked by kcm explore only" in text

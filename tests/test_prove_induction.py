@@ -23,24 +23,24 @@ def test_every_invariant_is_proved_inductive(rules: str) -> None:
     results = {inv.name: prove(enc, inv) for inv in INVARIANTS}
     assert {name: r.verdict for name, r in results.items()} == {inv.name: PROVED for inv in INVARIANTS}
     # The three that need a strengthening say so and keep the counterexample to induction that needed it.
-    for name in ("one-leader-per-epoch", "ar-shrinks-only-last", "leader-in-isr-in-ar"):
+    for name in ("OneLiveLeaderPerEpoch", "ArShrinksLast", "LeaderInIsrInAr"):
         assert results[name].strengthening, name
         assert results[name].needed_because is not None, name
-    assert results["one-leader-per-epoch"].needed_because.conjunct == "one-leader-per-epoch"
+    assert results["OneLiveLeaderPerEpoch"].needed_because.conjunct == "OneLiveLeaderPerEpoch"
     # ISR outside AR is allowed for a leaderless partition's last member (a replaced reassignment's); the
-    # reassignment selector would elect it if RAR could leave AR, which reassignment-ar-is-union excludes.
-    assert results["leader-in-isr-in-ar"].needed_because.conjunct == "isr-in-ar"
-    for name in ("controller-epoch-fencing", "table-moves"):
+    # reassignment selector would elect it if RAR could leave AR, which ReassignmentArIsUnion excludes.
+    assert results["LeaderInIsrInAr"].needed_because.conjunct == "isr-in-ar"
+    for name in ("ControllerEpochMonotone", "ValidTransition"):
         assert results[name].needed_because is None, name
 
 
 def test_one_leader_per_epoch_on_five_brokers() -> None:
-    assert prove(Encoding(rule_set("seeds"), 5), invariant("one-leader-per-epoch")).verdict == PROVED
+    assert prove(Encoding(rule_set("seeds"), 5), invariant("OneLiveLeaderPerEpoch")).verdict == PROVED
 
 
 def test_no_leader_epoch_bump_breaks_one_leader_per_epoch() -> None:
     enc = Encoding(rule_set("seeds"), 3, bump_epoch_on_election=False)
-    r = prove(enc, invariant("one-leader-per-epoch"))
+    r = prove(enc, invariant("OneLiveLeaderPerEpoch"))
     assert r.verdict == NOT_INDUCTIVE
     cex = r.counterexample
     assert cex.conjunct == "believed-leaders-were-elected"
@@ -48,7 +48,7 @@ def test_no_leader_epoch_bump_breaks_one_leader_per_epoch() -> None:
     before, after = cex.states
     assert before["leader_epoch"] == after["leader_epoch"]  # the election reused the epoch
     # BMC turns it into a real execution: two brokers lead with the same epoch.
-    trace = prove(Encoding(rule_set("seeds"), 2, bump_epoch_on_election=False), invariant("one-leader-per-epoch"), 6)
+    trace = prove(Encoding(rule_set("seeds"), 2, bump_epoch_on_election=False), invariant("OneLiveLeaderPerEpoch"), 6)
     assert trace.verdict == VIOLATED and trace.cti.conjunct == "believed-leaders-were-elected"
     last = trace.counterexample.states[-1]
     assert len(last["believes_leader"]) == 2
@@ -58,7 +58,7 @@ def test_no_leader_epoch_bump_breaks_one_leader_per_epoch() -> None:
 
 def test_no_controller_epoch_check_breaks_fencing() -> None:
     enc = Encoding(rule_set("kafka"), 3, brokers_check_controller_epoch=False)
-    r = prove(enc, invariant("controller-epoch-fencing"))
+    r = prove(enc, invariant("ControllerEpochMonotone"))
     assert r.verdict == NOT_INDUCTIVE
     cex = r.counterexample
     assert cex.conjunct == "brokers-refuse-older-controller-epochs"
@@ -69,8 +69,8 @@ def test_no_controller_epoch_check_breaks_fencing() -> None:
 
 def test_correct_model_survives_bmc() -> None:
     enc = Encoding(rule_set("seeds"), 2)
-    assert bmc(enc, invariant("one-leader-per-epoch"), 5).verdict == NO_VIOLATION
-    assert bmc(enc, invariant("leader-in-isr-in-ar"), 4).verdict == NO_VIOLATION
+    assert bmc(enc, invariant("OneLiveLeaderPerEpoch"), 5).verdict == NO_VIOLATION
+    assert bmc(enc, invariant("LeaderInIsrInAr"), 4).verdict == NO_VIOLATION
 
 
 @pytest.mark.parametrize("rules", ["seeds", "kafka", "kafka-0.8"])
@@ -95,11 +95,11 @@ def _args(**kw: object) -> argparse.Namespace:
 
 
 def test_cli_json_and_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
-    assert prove_command.main(_args(invariant=["table-moves"])) == 0
+    assert prove_command.main(_args(invariant=["ValidTransition"])) == 0
     out = json.loads(capsys.readouterr().out)
-    assert [(r["invariant"], r["verdict"]) for r in out] == [("table-moves", "proved")]
+    assert [(r["invariant"], r["verdict"]) for r in out] == [("ValidTransition", "proved")]
     assert out[0]["solver_seconds"] >= 0
-    assert prove_command.main(_args(invariant=["controller-epoch-fencing"], bug=["no-controller-epoch-check"])) == 1
+    assert prove_command.main(_args(invariant=["ControllerEpochMonotone"], bug=["no-controller-epoch-check"])) == 1
     out = json.loads(capsys.readouterr().out)
     # The failed induction step, then a trace from Init to a live broker accepting an older controller epoch.
     assert out[0]["verdict"] == "violated"
@@ -122,7 +122,7 @@ def test_cli_rejects_bad_input(capsys: pytest.CaptureFixture[str]) -> None:
 def test_cli_bmc_on_a_scenario_config(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
     cfg = tmp_path / "two.json"
     cfg.write_text(json.dumps({"config": {"brokers": [0, 1], "rules": "kafka"}}))
-    assert prove_command.main(_args(bmc=3, config=str(cfg), invariant=["leader-in-isr-in-ar"])) == 0
+    assert prove_command.main(_args(bmc=3, config=str(cfg), invariant=["LeaderInIsrInAr"])) == 0
     assert json.loads(capsys.readouterr().out)[0]["verdict"] == "no violation"
     cfg.write_text(json.dumps({"config": {"brokers": [0, 1], "rules": "nope"}}))
     assert prove_command.main(_args(bmc=3, config=str(cfg))) == 2

@@ -32,7 +32,7 @@ def test_one_passing_and_one_failing_inner_test(pytester):
     result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines([
-        "*AssertionError: kcm: event 3: epoch fencing: leader-and-ISR write by controller epoch 1 after "
+        "*AssertionError: kcm: event 3: ZkEpochFencing: leader-and-ISR write by controller epoch 1 after "
         "controller epoch 2 was elected*",
         "*state before:*'controller_epoch': 2*",
         "FAILED test_controller.py::test_zombie_controller*"])
@@ -58,7 +58,7 @@ def test_offline_to_offline(kcm_oracle):
 ''')
     seeds = pytester.runpytest("-p", "no:cacheprovider", "--kcm-rules", "seeds")
     seeds.assert_outcomes(passed=1, failed=2)
-    seeds.stdout.fnmatch_lines(["*invalid_leader_hw_decreases.jsonl line 27: HW rule*"])
+    seeds.stdout.fnmatch_lines(["*invalid_leader_hw_decreases.jsonl line 27: LeaderHwMonotone: *"])
     kafka = pytester.runpytest("-p", "no:cacheprovider")  # the default rule set is kafka
     kafka.assert_outcomes(passed=2, failed=1)
     unknown = pytester.runpytest("-p", "no:cacheprovider", "--kcm-rules", "nope")

@@ -234,8 +234,8 @@ def test_fingerprints_keep_their_unsigned_order_as_spark_longs():
 def test_stopping_at_the_first_violation_ends_where_the_local_engine_bounded_at_that_level_ends(spark):
     from kcm.checkers import spark_bfs
 
-    for name, props in (("unclean", None), ("bugs/KIP-101", ["logs_agree_below_hw"]),
-                        ("bugs/KIP-101", ["acked_records_survive"])):
+    for name, props in (("unclean", None), ("bugs/KIP-101", ["LogsAgreeBelowHw"]),
+                        ("bugs/KIP-101", ["AckedRecordsSurvive"])):
         model = BoundedSystem(load_config(name))
         full = bfs.explore(model, max_states=3000)
         stop_at = props or sorted(full.violations)

@@ -21,7 +21,7 @@ from kcm.cli import main
 KIP101 = {"name": "kip101", "brokers": [0, 1, 2], "truncation": "high_watermark", "topics": {"t": {"0": [0, 1, 2]}},
           "families": ["broker_failure", "data_plane"],
           "bounds": {"max_failures": 2, "max_restarts": 1, "max_leader_epoch": 3, "max_records": 2}}
-LOSS = "acked_records_survive"
+LOSS = "AckedRecordsSurvive"
 TP = ("t", 0)
 
 
@@ -92,7 +92,7 @@ def test_shrinking_removes_detours_and_keeps_the_violation():
         state, _ = advance(model, state, action)
     assert advance(model, state, A.BrokerFail(0)) is None  # a third failure is past max_failures
     with pytest.raises(ValueError, match="sometimes"):
-        violation_length(model, detour, "some_record_acked")
+        violation_length(model, detour, "SomeRecordAcked")
 
 
 def test_cli_walk_mode_writes_scenarios_and_refuses_bad_numbers(capsys, tmp_path):

@@ -7,18 +7,18 @@ invariants as Inv and Next => Step(s, s').
 
 Strengthenings found and proved (each is part of the inductive invariant it belongs to, so it is proved too):
 
-- one-leader-per-epoch is not inductive alone: a state where broker 2 believes it leads with epoch 0 while
+- OneLiveLeaderPerEpoch is not inductive alone: a state where broker 2 believes it leads with epoch 0 while
   ZooKeeper's LeaderAndIsr names broker 0 for epoch 0 lets broker 0 accept that request and a second leader
   appears. Strengthening "believed-leaders-were-elected": a broker believing it leads with epoch e was written
   as leader with e (ghost elected[e] = it) and e <= the leader epoch in ZooKeeper.
-- ar-shrinks-only-last carries the state invariant "reassignment-ar-is-union" (during a reassignment
+- ArShrinksLast carries the state invariant "ReassignmentArIsUnion" (during a reassignment
   AR = OAR + RAR, otherwise OAR = RAR = {}); that is not inductive alone: topic creation on a
   NonExistentPartition that still has a reassignment flag would overwrite AR. Strengthening
   "absent-partitions-are-not-reassigned": a NonExistentPartition has no reassignment in progress.
-- leader-in-isr-in-ar allows a leaderless partition's one ISR member outside AR (a replaced reassignment drops
-  it while the controller never empties the ISR); it is inductive with reassignment-ar-is-union and
+- LeaderInIsrInAr allows a leaderless partition's one ISR member outside AR (a replaced reassignment drops
+  it while the controller never empties the ISR); it is inductive with ReassignmentArIsUnion and
   absent-partitions-are-not-reassigned (the reassignment selector then elects inside AR).
-- controller-epoch-fencing (no broker ahead of /controller_epoch) and table-moves are
+- ControllerEpochMonotone (no broker ahead of /controller_epoch) and ValidTransition are
   inductive as stated, given "well-typed" (every state code known to the rule set, ids in range), which every
   proof carries and proves.
 
@@ -33,8 +33,8 @@ deep) is a run of at most seven symbolic steps on the controller/ZooKeeper view.
 reassignment that is still running is one symbolic step (ReassignmentReplace; the refinement test does not
 replace one). Not encoded: several partitions (one symbolic partition stands for any of them).
 
-Seeded-bug switches of the one encoding: bump_epoch_on_election=False breaks one-leader-per-epoch,
-brokers_check_controller_epoch=False breaks controller-epoch-fencing (the zombie-controller trace).
+Seeded-bug switches of the one encoding: bump_epoch_on_election=False breaks OneLiveLeaderPerEpoch,
+brokers_check_controller_epoch=False breaks ControllerEpochMonotone (the zombie-controller trace).
 
 Bounded model checking of an explorer config (`kcm prove --bmc K --config NAME`) uses a second, exact encoding
 (bounded.py: one symbolic step per reference operation of the config's families, with its bounds) and restates

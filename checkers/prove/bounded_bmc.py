@@ -89,6 +89,7 @@ _NO_REASSIGN_OR_DELETE = "the encoded families never reassign or delete, and the
 _NO_DATA_PLANE = "the encoding has no logs (no data-plane family is encoded)"
 _ONE_COPY = "the encoding keeps one copy of what the controller caches from ZooKeeper and of broker liveness"
 _NOT_RESTATED = "it reads a step's requests and writes, which the encoding does not record"
+_LIVENESS = "a liveness property is judged on the explored graph's fair cycles, which bounded paths do not show"
 EXPLORER_ONLY: dict[str, str] = {
     "CleanElection": _NOT_RESTATED,
     "ZkEpochFencing": _NOT_RESTATED,
@@ -105,13 +106,17 @@ EXPLORER_ONLY: dict[str, str] = {
     "DeletedTopicsLeaveNothing": _NO_REASSIGN_OR_DELETE,
     "SomeReassignmentCompletes": _NO_REASSIGN_OR_DELETE,
     "SomeTopicDeletionCompletes": _NO_REASSIGN_OR_DELETE,
-    "acked_records_survive": _NO_DATA_PLANE,
-    "isr_joins_reach_epoch_start": _NO_DATA_PLANE,
-    "consumed_records_survive": _NO_DATA_PLANE,
-    "logs_agree_below_hw": _NO_DATA_PLANE,
-    "leader_hw_monotone": _NO_DATA_PLANE,
-    "some_record_acked": _NO_DATA_PLANE,
-    "some_record_consumed": _NO_DATA_PLANE,
+    "AckedRecordsSurvive": _NO_DATA_PLANE,
+    "IsrJoinsReachEpochStart": _NO_DATA_PLANE,
+    "ConsumedRecordsSurvive": _NO_DATA_PLANE,
+    "LogsAgreeBelowHw": _NO_DATA_PLANE,
+    "LeaderHwMonotone": _NO_DATA_PLANE,
+    "SomeRecordAcked": _NO_DATA_PLANE,
+    "SomeRecordConsumed": _NO_DATA_PLANE,
+    "ReassignmentsFinish": _LIVENESS,
+    "DeletionsFinish": _LIVENESS,
+    "ProducesResolve": _LIVENESS,
+    "ReplicasLearnLeaders": _LIVENESS,
 }
 
 

@@ -1,0 +1,133 @@
+"""The import graph of kcm's source runs one way: model <- properties <- reference <- checkers <- kcm (the CLI).
+
+The properties are predicates over model values (Cluster) and read nothing of the reference; the reference's
+drivers (the scenario runner's expect_violation, the bounded system an explorer runs) read the properties.
+
+Read from the source by AST (every `kcm.*` import, at module level or inside a function, and every string naming
+a kcm module, as importlib dispatch would use), because the packages
+live in directories named differently from their import paths (pyproject's package-dir: kcm.model is model/,
+...), which import-linter and grimp cannot follow from a source tree.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+# Each layer's import path and source directory, lowest first; a module may import only its own layer or lower.
+# The root package (kcm/__init__.py: the version) and the import finder it installs (kcm/compiled.py), which
+# Python loads before any kcm.* module: below every layer, importing none (the finder names packages in strings
+# to find their files, which is not an import).
+ROOT_MODULES = ("kcm", "kcm.compiled")
+LAYERS = (("kcm.model", "model"), ("kcm.properties", "properties"), ("kcm.reference", "reference"),
+          ("kcm.checkers", "checkers"), ("kcm", "kcm"))
+
+
+def _module_name(path: Path) -> str:
+    for package, directory in LAYERS:
+        base = ROOT / directory
+        if base in path.parents:
+            rel = path.relative_to(base).with_suffix("")
+            parts = [p for p in rel.parts if p != "__init__"]
+            return ".".join([package, *parts])
+    raise ValueError(path)
+
+
+def _layer(module: str) -> int:
+    if module in ROOT_MODULES:
+        return -1
+    for rank, (package, _d) in enumerate(LAYERS):
+        if module == package or module.startswith(package + "."):
+            return rank
+    raise ValueError(module)
+
+
+def _imports(path: Path, module: str, strings: bool = True) -> set[str]:
+    """Every kcm module the file imports, wherever the import statement stands."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - node.level + 1]
+                base = ".".join([*anchor, base]) if base else ".".join(anchor)
+            found.add(base)
+            found |= {f"{base}.{a.name}" for a in node.names}
+        elif strings and isinstance(node, ast.Constant) and str(node.value).startswith("kcm."):
+            found.add(node.value)  # a module named in a string (importlib dispatch) is an edge too
+    return {m for m in found if m == "kcm" or m.startswith("kcm.")}
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the kcm modules (files) it imports."""
+    files = {_module_name(p): p for _p, d in LAYERS for p in (ROOT / d).rglob("*.py")}
+    graph = {}
+    for module, path in files.items():
+        found = _imports(path, module, strings=module not in ROOT_MODULES)
+        graph[module] = {m for m in found if m in files and m != module}
+    return graph
+
+
+def upward_edges(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """Imports of a higher layer than the importer's."""
+    return sorted((a, b) for a, targets in graph.items() for b in targets if _layer(b) > _layer(a))
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_upward_import() -> None:
+    graph = import_graph()
+    assert upward_edges(graph) == []
+    assert graph["kcm"] <= set(ROOT_MODULES) and graph["kcm.compiled"] == set()
+
+
+def test_no_import_cycle() -> None:
+    assert cycles(import_graph()) == []
+
+
+def test_the_checks_see_an_upward_edge_and_a_cycle() -> None:
+    graph = import_graph()
+    assert graph["kcm.checkers.bfs"]  # the graph is read at all
+    bad = {**graph, "kcm.model.cluster": graph["kcm.model.cluster"] | {"kcm.reference.api"},
+           "kcm.reference.api": graph["kcm.reference.api"] | {"kcm.reference.scenario"},
+           "kcm.reference.scenario": graph["kcm.reference.scenario"] | {"kcm.reference.api"}}
+    assert ("kcm.model.cluster", "kcm.reference.api") in upward_edges(bad)
+    assert any({"kcm.reference.api", "kcm.reference.scenario"} <= set(c) for c in cycles(bad))
