@@ -111,16 +111,13 @@ def search(model: Any, engine: str, expand_level: Callable[[list[Any]], Iterable
                           _eta(sizes, len(frontier), level_done, new, expanded + level_done, seconds)))
 
     def stop_now() -> bool:
-        return stop_at is not None and any(name in witnesses for name in stop_at)
+        return should_stop(stop_at, witnesses)
 
     stopped = stop_now()
     while frontier and not stopped:
         if checkpoint is not None and checkpoint.due():
-            checkpoint.write(visited, frontier_fps, {
-                "transitions": found.transitions, "reached": sorted(found.reached),
-                "witnesses": {name: [root, steps] for name, (root, steps) in sorted(witnesses.items())},
-                "depth": depth, "sizes": sizes, "expanded": expanded,
-                "seconds": spent + time.perf_counter() - start})
+            checkpoint.write(visited, frontier_fps, checkpoint_meta(found, witnesses, depth, sizes, expanded,
+                                                                    spent + time.perf_counter() - start))
         level_start = time.perf_counter()
         # fingerprint -> (parent, action position, action, state, state properties violated or None)
         pending: dict[int, tuple[int, int, Any, Any, list[str] | None]] = {}
@@ -186,6 +183,19 @@ def search(model: Any, engine: str, expand_level: Callable[[list[Any]], Iterable
     found.bytes_per_state = visited.nbytes() / max(1, len(visited))
     found.visited = visited
     return found
+
+
+def checkpoint_meta(found: Exploration, witnesses: dict[str, Any], depth: int, sizes: list[int], expanded: int,
+                    seconds: float) -> dict[str, Any]:
+    """What a checkpoint keeps besides the visited arrays and the frontier: counters, witnesses and timings."""
+    return {"transitions": found.transitions, "reached": sorted(found.reached),
+            "witnesses": {name: [root, steps] for name, (root, steps) in sorted(witnesses.items())},
+            "depth": depth, "sizes": sizes, "expanded": expanded, "seconds": seconds}
+
+
+def should_stop(stop_at: Collection[str] | None, witnesses: dict[str, Any]) -> bool:
+    """Whether a search told to stop at these properties has a witness of one of them (so ends after this level)."""
+    return stop_at is not None and any(name in witnesses for name in stop_at)
 
 
 def resume_frontier(model: Any, snapshot: Snapshot) -> tuple[Visited, list[int], list[Any]]:

@@ -25,7 +25,7 @@ from collections.abc import Collection
 from typing import Any
 
 import numpy as np
-from kcm.checkers.bfs import Progress, ProgressFn, resume_frontier
+from kcm.checkers.bfs import Progress, ProgressFn, checkpoint_meta, resume_frontier, should_stop
 from kcm.checkers.checkpoint import Checkpointer, Snapshot
 from kcm.checkers.collector import rare_collections
 from kcm.checkers.verdicts import Exploration, indexed_successors, state_checks, step_checks
@@ -223,16 +223,13 @@ def _coordinate(model: Any, workers: int, inboxes: list[Any], results: Any, proc
     frontier = len(frontier_fps)
 
     def stop_now() -> bool:
-        return stop_at is not None and any(name in witnesses for name in stop_at)
+        return should_stop(stop_at, witnesses)
 
     stopped = stop_now()
     while frontier and not stopped:
         if checkpoint is not None and checkpoint.due():
-            checkpoint.write(visited, frontier_fps, {
-                "transitions": found.transitions, "reached": sorted(found.reached),
-                "witnesses": {name: [root, steps] for name, (root, steps) in sorted(witnesses.items())},
-                "depth": depth, "sizes": sizes, "expanded": expanded,
-                "seconds": spent + time.perf_counter() - start})
+            checkpoint.write(visited, frontier_fps, checkpoint_meta(found, witnesses, depth, sizes, expanded,
+                                                                    spent + time.perf_counter() - start))
         level_start = time.perf_counter()
         for box in inboxes:
             box.put(("cmd", "expand", None))
