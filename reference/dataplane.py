@@ -30,21 +30,11 @@ from kcm.model.logs import epoch_start_offset
 from kcm.model.names import tp_name
 from kcm.model.txn import Txn
 from kcm.reference import reassignment, truncation
-from kcm.reference.broker_logs import _advance_hw, _truncated
+from kcm.reference.broker_logs import _advance_hw, _key, _new, _truncated
 from kcm.reference.handlers import handles
 
-# Replica records are rebuilt on every fetch and produce: from all their fields in order, with
-# tuple.__new__ (what the NamedTuple's constructor does, minus its Python-level __new__ and _replace's keyword
-# machinery). That needs the field order below.
-_new = tuple.__new__
-if ReplicaData._fields != ("log", "hw", "leader", "leader_epoch", "isr", "zk_version", "replicas", "remote_leo",
-                           "truncating"):
-    raise ImportError("kcm.reference.dataplane: ReplicaData's fields changed; update its positional rebuilds")
-
-
-def _key(tp: tuple, broker: int) -> tuple:
-    return (tp[0], tp[1], broker)
-
+# Replica records are rebuilt on every fetch and produce positionally, with broker_logs' _new (its field-order
+# guard covers this module too).
 
 def _alive(t: Txn, broker: int) -> bool:
     state = t.lookup("brokers", broker)
