@@ -18,6 +18,7 @@ runs only for properties a configuration names.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,13 +86,16 @@ def build_graph(model: Any, props: list[Property], max_states: int | None = None
     return graph
 
 
-def _sccs(nodes: list[int], succ: dict[int, list[int]]) -> list[list[int]]:
-    """Strongly connected components of the graph on `nodes` (Tarjan's algorithm, iterative)."""
-    low: dict[int, int] = {}
-    num: dict[int, int] = {}
-    on_stack: set[int] = set()
-    stack: list[int] = []
-    out: list[list[int]] = []
+def sccs(nodes: list[Hashable], succ: dict[Hashable, list[Hashable]]) -> list[list[Hashable]]:
+    """Strongly connected components of the graph on `nodes` (Tarjan's algorithm, iterative).
+
+    `succ` must name every node reachable from `nodes`, with its successors.
+    """
+    low: dict[Hashable, int] = {}
+    num: dict[Hashable, int] = {}
+    on_stack: set[Hashable] = set()
+    stack: list[Hashable] = []
+    out: list[list[Hashable]] = []
     counter = 0
     for root in nodes:
         if root in num:
@@ -183,7 +187,7 @@ def judge(graph: Graph, name: str) -> tuple[list[Any], int] | None:
             stem = _stem(graph, v)
             best = (len(stem), stem, len(stem))  # stops here: the loop is empty (the run stutters)
     succ = {v: [w for w, _ in graph.edges[v] if unsettled[w]] for v in nodes}
-    for comp in _sccs(nodes, succ):
+    for comp in sccs(nodes, succ):
         if len(comp) < 2:
             continue  # no-op steps are not edges, so a single state is no cycle
         members = set(comp)

@@ -14,6 +14,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from kcm.checkers.liveness import sccs
+
 ROOT = Path(__file__).resolve().parent.parent
 # Each layer's import path and source directory, lowest first; a module may import only its own layer or lower.
 # The root package (kcm/__init__.py: the version) and the import finder it installs (kcm/compiled.py), which
@@ -79,38 +81,10 @@ def upward_edges(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components of more than one module (Tarjan)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on: set[str] = set()
-    out: list[list[str]] = []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on.add(v)
-        for w in sorted(graph.get(v, ())):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = []
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                comp.append(w)
-                if w == v:
-                    break
-            if len(comp) > 1:
-                out.append(sorted(comp))
-
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    return out
+    """The strongly connected components of more than one module (Tarjan, as the liveness checker runs it)."""
+    nodes = sorted(set(graph) | {w for targets in graph.values() for w in targets})
+    succ = {v: sorted(graph.get(v, ())) for v in nodes}
+    return sorted(sorted(c) for c in sccs(nodes, succ) if len(c) > 1)
 
 
 def test_no_upward_import() -> None:
