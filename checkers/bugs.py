@@ -14,8 +14,8 @@ import time
 from typing import Any
 
 from kcm.checkers import bfs, evidence
+from kcm.checkers.bounded import BadConfig, BoundedSystem, load_config
 from kcm.model.variants import VARIANTS, Variant, by_name
-from kcm.reference.bounded import BadConfig, BoundedSystem, load_config
 
 
 def config_name(v: Variant) -> str:

@@ -89,7 +89,7 @@ def selector_probe(cov: Coverage) -> Iterator[None]:
 
 def of_scenarios(paths: Iterable[Path]) -> dict[str, Coverage]:
     """Coverage of scenario files run through the reference, one report per rule set the scenarios use."""
-    from kcm.reference.scenario import InvalidScenario, cluster_config, parse_text
+    from kcm.checkers.scenario import InvalidScenario, cluster_config, parse_text
 
     out: dict[str, Coverage] = {}
     for path in paths:

@@ -129,7 +129,7 @@ def traces_dir() -> Path:
 
 def scenario_stage(folder: Path) -> Stage:
     """Run every file under folder (Markdown notes aside) as `kcm run` does; each must meet its own expectations."""
-    from kcm.reference.scenario import InvalidScenario, read_file, run
+    from kcm.checkers.scenario import InvalidScenario, read_file, run
 
     stage = Stage("scenarios")
     files = sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix != ".md")
@@ -239,7 +239,7 @@ def prove_stage(rules: str = DEFAULT_RULES, brokers: int = DEFAULT_BROKERS, cach
 
 def load_explore_config(name: str) -> dict[str, Any]:
     """The bounded config to explore; GateInputError when it cannot be loaded."""
-    from kcm.reference.bounded import BadConfig, load_config
+    from kcm.checkers.bounded import BadConfig, load_config
 
     try:
         return load_config(name)
@@ -251,7 +251,7 @@ def explore_stage(config: dict[str, Any], max_states: int | None = None, file: s
     """Explore every state of the bounded config on one core (or the first max_states); every always and step
     property must hold."""
     from kcm.checkers import bfs
-    from kcm.reference.bounded import BoundedSystem
+    from kcm.checkers.bounded import BoundedSystem
 
     stage = Stage("explore")
     model = BoundedSystem(config)

@@ -21,6 +21,7 @@ import signal
 import threading
 from typing import Any
 
+from kcm.checkers.scenario import RunOutcome, run
 from kcm.checkers.zk_server import LiveError, Server, Session
 from kcm.model import actions as A
 from kcm.model import zookeeper as zkm
@@ -30,7 +31,6 @@ from kcm.model.errors import KcmError, StaleControllerEpoch, StaleZkVersion
 from kcm.model.txn import Txn
 from kcm.model.znodes import CONTROLLER, CONTROLLER_EPOCH, Layout, is_partition_state, layout, state_path
 from kcm.reference import api, dataplane
-from kcm.reference.scenario import RunOutcome, run
 
 ADMIN = "admin"  # the session of the admin tools (topic creation, reassignment and deletion requests)
 # Steps whose partition state writes are the leader's (ISR changes), not the controller's.

@@ -16,11 +16,11 @@ import time
 from typing import Any
 
 from kcm.checkers.bfs import explore
+from kcm.checkers.bounded import BadConfig, BoundedSystem, load_config
 from kcm.checkers.verdicts import state_checks, step_checks, successors
 from kcm.model.canonical import relative_zk_versions
 from kcm.model.errors import KcmError
 from kcm.model.fingerprint import fingerprint
-from kcm.reference.bounded import BadConfig, BoundedSystem, load_config
 
 
 def sample_states(model: BoundedSystem, n: int) -> list[Any]:

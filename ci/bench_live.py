@@ -17,7 +17,7 @@ from importlib import resources
 from pathlib import Path
 
 from kcm.checkers.live import LiveError, run_live
-from kcm.reference.scenario import parse_text, run
+from kcm.checkers.scenario import parse_text, run
 
 
 def main() -> int:

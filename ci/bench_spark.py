@@ -27,7 +27,7 @@ import sys
 CHILD = r'''
 import json, sys, time
 from kcm.checkers import bfs, spark_bfs
-from kcm.reference.bounded import BoundedSystem, load_config
+from kcm.checkers.bounded import BoundedSystem, load_config
 config, master, bound = sys.argv[1], sys.argv[2], (int(sys.argv[3]) if sys.argv[3] != "-" else None)
 model = BoundedSystem(load_config(config))
 if master == "local-engine":

@@ -296,7 +296,7 @@ EXPLORE_CONFIGS = ("tiny", "controller", "mutants")
 def catch_explore(fast: bool) -> str | None:
     """`kcm explore`'s local engine on each EXPLORE_CONFIGS config: any property violated catches the mutant."""
     bfs = module("kcm.checkers.bfs")
-    bounded = module("kcm.reference.bounded")
+    bounded = module("kcm.checkers.bounded")
     for name in EXPLORE_CONFIGS:
         found = bfs.explore(bounded.BoundedSystem(bounded.load_config(name)))
         if found.violations:

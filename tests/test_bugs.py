@@ -133,7 +133,7 @@ def test_a_fast_bounce_is_handled_as_failure_then_startup():
 
 def test_the_fixed_controller_keeps_every_property_with_async_delivery_zombies_and_bounces():
     from kcm.checkers import bfs
-    from kcm.reference.bounded import BoundedSystem, load_config
+    from kcm.checkers.bounded import BoundedSystem, load_config
 
     model = BoundedSystem(load_config("async"))
     found = bfs.explore(model)

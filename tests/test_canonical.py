@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from kcm.checkers import bfs
+from kcm.checkers.bounded import BoundedSystem
 from kcm.model.canonical import relative_zk_versions
 from kcm.model.fingerprint import fingerprint
-from kcm.reference.bounded import BoundedSystem
 
 CONFIG = {"name": "dp", "brokers": [0, 1], "topics": {"t": {"0": [0, 1]}}, "families": ["data_plane", "broker_failure"],
           "bounds": {"max_failures": 1, "max_restarts": 2, "max_leader_epoch": 3, "max_records": 2,

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 import z3
+from kcm.checkers.bounded import BoundedSystem, load_config
 from kcm.checkers.prove.encoding import NONE, PARTITION_CODES, REPLICA_CODES, Encoding, State
 from kcm.checkers.prove.invariants import INVARIANTS, NOT_PROVED, proved_ids
 from kcm.checkers.verdicts import successors
@@ -23,7 +24,6 @@ from kcm.model.states import PartitionState as P
 from kcm.model.states import ReplicaState as R
 from kcm.model.tables import rule_set
 from kcm.properties import catalogue
-from kcm.reference.bounded import BoundedSystem, load_config
 
 
 def _explored(system: BoundedSystem, limit: int) -> list:

@@ -15,7 +15,7 @@ PROBE = """
 import json, sys
 from kcm.checkers import bfs
 from kcm.compiled import compiled_modules
-from kcm.reference.bounded import BoundedSystem, load_config
+from kcm.checkers.bounded import BoundedSystem, load_config
 out = {}
 for name in sys.argv[1:]:
     found = bfs.explore(BoundedSystem(load_config(name)))

@@ -6,8 +6,8 @@ import sys
 from pathlib import Path
 
 from kcm.checkers import coverage
+from kcm.checkers.bounded import BoundedSystem, load_config
 from kcm.model.tables import rule_set
-from kcm.reference.bounded import BoundedSystem, load_config
 
 ROOT = Path(__file__).resolve().parent.parent
 LIBRARY = ROOT / "specs" / "scenarios"

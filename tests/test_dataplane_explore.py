@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from kcm.checkers import bfs
+from kcm.checkers.bounded import BadConfig, BoundedSystem, load_config
 from kcm.checkers.hypothesis_machine import ContractModel
 from kcm.model import actions as A
 from kcm.model.canonical import relative_zk_versions as canonical_zk_versions
@@ -20,7 +21,6 @@ from kcm.model.errors import KcmError
 from kcm.model.interface import ALWAYS, SOMETIMES, STEP
 from kcm.properties.dataplane import PROPERTIES
 from kcm.reference import api
-from kcm.reference.bounded import BadConfig, BoundedSystem, load_config
 
 TP = ("t", 0)
 CONFIGS = Path(__file__).resolve().parent.parent / "specs" / "configs"
@@ -206,7 +206,7 @@ def test_unclean_election_loses_a_consumed_record() -> None:
 
 
 def test_reachability_goals_follow_the_families() -> None:
-    from kcm.reference.bounded import REACHED_ONLY_WITH, all_properties
+    from kcm.checkers.bounded import REACHED_ONLY_WITH, all_properties
 
     assert set(REACHED_ONLY_WITH) <= {p.name for p in all_properties()}
     names = {p.name for p in BoundedSystem(SMALL).properties()}

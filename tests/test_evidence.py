@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from kcm.checkers import bfs, evidence, walk
-from kcm.reference.bounded import BoundedSystem, load_config
+from kcm.checkers.bounded import BoundedSystem, load_config
 
 ROOT = Path(__file__).resolve().parent.parent
 

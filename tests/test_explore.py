@@ -6,11 +6,11 @@ import json
 
 import pytest
 from kcm.checkers import bfs
+from kcm.checkers.bounded import BadConfig, BoundedSystem, load_config
+from kcm.checkers.scenario import parse_text, run
 from kcm.model.actions import Consume, PreferredElection, Reassign
 from kcm.model.errors import KcmError
 from kcm.reference import api
-from kcm.reference.bounded import BadConfig, BoundedSystem, load_config
-from kcm.reference.scenario import parse_text, run
 
 from kcm.cli import main
 

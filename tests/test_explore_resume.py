@@ -15,7 +15,7 @@ import time
 import numpy as np
 import pytest
 from kcm.checkers import bfs, checkpoint
-from kcm.reference.bounded import BoundedSystem, load_config
+from kcm.checkers.bounded import BoundedSystem, load_config
 
 from kcm.cli import main
 

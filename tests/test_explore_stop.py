@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from kcm.checkers import bfs
-from kcm.reference.bounded import BoundedSystem, load_config
+from kcm.checkers.bounded import BoundedSystem, load_config
 
 from kcm.cli import main
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from kcm.checkers import bfs, coverage, html_report
-from kcm.reference.bounded import BoundedSystem, load_config
+from kcm.checkers.bounded import BoundedSystem, load_config
 
 VOID = {"meta", "br", "hr", "img", "input", "link", "path", "line", "rect"}
 

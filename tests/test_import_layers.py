@@ -1,7 +1,8 @@
-"""The import graph of kcm's source runs one way: model <- properties <- reference <- checkers <- kcm (the CLI).
+"""The import graph of kcm's source runs one way: model <- reference <- properties <- checkers <- kcm (the CLI).
 
-The properties are predicates over model values (Cluster) and read nothing of the reference; the reference's
-drivers (the scenario runner's expect_violation, the bounded system an explorer runs) read the properties.
+The reference controller reads only the model; the properties are predicates over model values (Cluster); the
+drivers that join both (the scenario runner's expect_violation, the bounded system every explorer runs) are
+checkers.
 
 Read from the source by AST (every `kcm.*` import, at module level or inside a function, and every string naming
 a kcm module, as importlib dispatch would use), because the packages
@@ -22,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # Python loads before any kcm.* module: below every layer, importing none (the finder names packages in strings
 # to find their files, which is not an import).
 ROOT_MODULES = ("kcm", "kcm.compiled")
-LAYERS = (("kcm.model", "model"), ("kcm.properties", "properties"), ("kcm.reference", "reference"),
+LAYERS = (("kcm.model", "model"), ("kcm.reference", "reference"), ("kcm.properties", "properties"),
           ("kcm.checkers", "checkers"), ("kcm", "kcm"))
 
 
@@ -101,7 +102,7 @@ def test_the_checks_see_an_upward_edge_and_a_cycle() -> None:
     graph = import_graph()
     assert graph["kcm.checkers.bfs"]  # the graph is read at all
     bad = {**graph, "kcm.model.cluster": graph["kcm.model.cluster"] | {"kcm.reference.api"},
-           "kcm.reference.api": graph["kcm.reference.api"] | {"kcm.reference.scenario"},
-           "kcm.reference.scenario": graph["kcm.reference.scenario"] | {"kcm.reference.api"}}
+           "kcm.reference.api": graph["kcm.reference.api"] | {"kcm.reference.result"},
+           "kcm.reference.result": graph["kcm.reference.result"] | {"kcm.reference.api"}}
     assert ("kcm.model.cluster", "kcm.reference.api") in upward_edges(bad)
-    assert any({"kcm.reference.api", "kcm.reference.scenario"} <= set(c) for c in cycles(bad))
+    assert any({"kcm.reference.api", "kcm.reference.result"} <= set(c) for c in cycles(bad))

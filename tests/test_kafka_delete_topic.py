@@ -13,13 +13,13 @@ import json
 from pathlib import Path
 
 import pytest
+from kcm.checkers.scenario import cluster_config, parse_text
 from kcm.model.actions import BrokerFail, BrokerStart, ControllerResign, CreateTopic, DeleteTopic, from_step
 from kcm.model.cluster import ClusterConfig
 from kcm.model.errors import KcmError, UnknownTopicOrPartition
 from kcm.model.fmap import get
 from kcm.model.states import PartitionState as P
 from kcm.reference import api
-from kcm.reference.scenario import cluster_config, parse_text
 
 KAFKA_SCENARIOS = Path(__file__).resolve().parent.parent / "specs" / "scenarios" / "kafka"
 

@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 from kcm.checkers import bfs
+from kcm.checkers.bounded import BoundedSystem, all_properties
+from kcm.checkers.scenario import cluster_config, parse_text, run
 from kcm.checkers.verdicts import Exploration, state_checks, step_checks
 from kcm.model import actions as A
 from kcm.model.cluster import TRUNCATION_VARIANTS, Cluster
 from kcm.model.errors import KcmError
 from kcm.reference import api
-from kcm.reference.bounded import BoundedSystem, all_properties
-from kcm.reference.scenario import cluster_config, parse_text, run
 
 BUGS = Path(__file__).resolve().parent.parent / "specs" / "scenarios" / "bugs"
 SCENARIO = BUGS / "kip320-stale-leader-truncation.json"

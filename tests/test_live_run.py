@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 from kcm.checkers import live
+from kcm.checkers.scenario import parse_text, run
 from kcm.checkers.zk_server import LiveError, Session
-from kcm.reference.scenario import parse_text, run
 
 from kcm.cli import main as cli_main
 from tests.live_server import zookeeper_address

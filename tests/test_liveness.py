@@ -8,9 +8,9 @@ from typing import Any, NamedTuple
 
 import pytest
 from kcm.checkers import bfs, liveness
+from kcm.checkers.bounded import BadConfig, BoundedSystem, load_config
 from kcm.model import actions as A
 from kcm.model.interface import EVENTUALLY, ModelBase, named
-from kcm.reference.bounded import BadConfig, BoundedSystem, load_config
 
 from kcm.cli import main as kcm_main
 

@@ -12,10 +12,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from kcm.checkers import bounded
 from kcm.model import strictjson
 from kcm.model.cluster import DELIVERY_MODES, TRUNCATION_VARIANTS
 from kcm.model.tables import RULE_SETS
-from kcm.reference import bounded
 
 from kcm.cli import main
 

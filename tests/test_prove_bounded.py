@@ -21,11 +21,11 @@ import json
 import pytest
 import z3
 from kcm.checkers.bfs import explore
+from kcm.checkers.bounded import BoundedSystem, load_config
 from kcm.checkers.prove import bounded_bmc
 from kcm.checkers.prove.bounded import BoundedEncoding, UnsupportedConfig
 from kcm.checkers.verdicts import successors
 from kcm.model import actions as A
-from kcm.reference.bounded import BoundedSystem, load_config
 
 from kcm.commands import prove as prove_command
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 from kcm.checkers import bfs, walk
+from kcm.checkers.bounded import BoundedSystem, load_config
 from kcm.checkers.spark_session import BadMaster, check_conf, check_master, resolve_master
-from kcm.reference.bounded import BoundedSystem, load_config
 
 from kcm.cli import main
 

@@ -6,13 +6,13 @@ import copy
 import json
 
 from kcm.checkers import bfs
+from kcm.checkers.bounded import BoundedSystem, load_config
 from kcm.checkers.symmetry import SymmetricModel, equivariance_failures, order_fixed_brokers, symmetry_group
 from kcm.checkers.verdicts import successors
 from kcm.model import actions as A
 from kcm.model.cluster import ClusterConfig
 from kcm.model.symmetry import rename_action, rename_cluster
 from kcm.reference import api
-from kcm.reference.bounded import BoundedSystem, load_config
 
 from kcm.cli import main
 

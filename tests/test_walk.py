@@ -9,11 +9,11 @@ import sys
 
 import pytest
 from kcm.checkers import bfs
+from kcm.checkers.bounded import BoundedSystem, load_config
+from kcm.checkers.scenario import parse_text, run
 from kcm.checkers.shrink import advance, is_one_minimal, shrink, violation_length
 from kcm.checkers.walk import walk
 from kcm.model import actions as A
-from kcm.reference.bounded import BoundedSystem, load_config
-from kcm.reference.scenario import parse_text, run
 
 from kcm.cli import main
 

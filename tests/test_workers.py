@@ -11,7 +11,7 @@ import time
 
 import pytest
 from kcm.checkers import bfs, checkpoint, workers
-from kcm.reference.bounded import BoundedSystem, load_config
+from kcm.checkers.bounded import BoundedSystem, load_config
 
 from kcm.cli import main
 

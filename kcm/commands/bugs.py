@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 from kcm import flags
+from kcm.checkers.bounded import BadConfig
 from kcm.model.variants import VARIANTS
-from kcm.reference.bounded import BadConfig
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

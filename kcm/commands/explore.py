@@ -11,9 +11,9 @@ from typing import Any
 from kcm import flags
 from kcm.checkers import bfs, checkpoint, evidence, liveness, walk
 from kcm.checkers.bfs import Progress
+from kcm.checkers.bounded import BadConfig, BoundedSystem, load_config
 from kcm.checkers.checkpoint import BadCheckpoint, Checkpointer
 from kcm.checkers.symmetry import SymmetricModel
-from kcm.reference.bounded import BadConfig, BoundedSystem, load_config
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -10,16 +10,16 @@ from typing import Any
 
 from kcm import flags
 from kcm.checkers import evidence
+from kcm.checkers.bounded import BadConfig, BoundedSystem, load_config, validate_config
 from kcm.checkers.prove import bounded_bmc
 from kcm.checkers.prove.bounded import BoundedEncoding, UnsupportedConfig
 from kcm.checkers.prove.encoding import Encoding
 from kcm.checkers.prove.invariants import INVARIANTS, invariant
 from kcm.checkers.prove.proofs import NO_VIOLATION, PROVED, Counterexample, Result, SolverGaveUp, bmc, prove
+from kcm.checkers.scenario import MAX_SCENARIO_BYTES, InvalidScenario
+from kcm.checkers.scenario import validate as validate_scenario
 from kcm.model.strictjson import InputError, loads, read_bounded
 from kcm.model.tables import RULE_SETS, rule_set
-from kcm.reference.bounded import BadConfig, BoundedSystem, load_config, validate_config
-from kcm.reference.scenario import MAX_SCENARIO_BYTES, InvalidScenario
-from kcm.reference.scenario import validate as validate_scenario
 
 MAX_BROKERS = 8
 

@@ -16,7 +16,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     """Explore (local engine), collect coverage, write the HTML; exit 0 written, 2 bad config or unwritable file."""
     from kcm.checkers import bfs, coverage, html_report, liveness
-    from kcm.reference.bounded import BadConfig, BoundedSystem, load_config
+    from kcm.checkers.bounded import BadConfig, BoundedSystem, load_config
 
     try:
         model = BoundedSystem(load_config(args.config))

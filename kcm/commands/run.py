@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from kcm.reference.scenario import InvalidScenario, read_file, run
+from kcm.checkers.scenario import InvalidScenario, read_file, run
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

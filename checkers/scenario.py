@@ -14,6 +14,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from kcm.checkers.bounded import all_properties
 from kcm.model import strictjson
 from kcm.model.actions import from_step
 from kcm.model.cluster import NO_CONTROLLER, ClusterConfig
@@ -23,7 +24,6 @@ from kcm.model.interface import SOMETIMES_STEP, STEP
 from kcm.model.names import parse_replica, parse_tp
 from kcm.model.variants import SWITCHES, known_switch
 from kcm.reference import api
-from kcm.reference.bounded import all_properties
 from kcm.reference.result import result_document
 
 
