@@ -1,6 +1,6 @@
 """Rediscovering Kafka's catalogued bugs: explore each variant's config with the bug in, then with it fixed.
 
-Each variant (`kcm.model.variants`) has a bounded configuration in `specs/configs/bugs/<NAME>.json`. The bug
+Each variant (`kcm.checkers.bug_catalogue`) has a bounded configuration in `specs/configs/bugs/<NAME>.json`. The bug
 is rediscovered when exploring that config with the variant's `on` settings violates one of the properties
 the variant names (the search stops after the first level that does); the fixed model is clean when exploring
 it with the `off` settings completes with no property violated at all. The shortest counterexample is kept
@@ -15,7 +15,7 @@ from typing import Any
 
 from kcm.checkers import bfs, evidence
 from kcm.checkers.bounded import BadConfig, BoundedSystem, load_config
-from kcm.model.variants import VARIANTS, Variant, by_name
+from kcm.checkers.bug_catalogue import VARIANTS, Variant, by_name
 
 
 def config_name(v: Variant) -> str:

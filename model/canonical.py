@@ -8,7 +8,7 @@ make a data-plane run's space unbounded). A partition with no znode has its vers
 
 The shift of each part of the state (zk, ctx, replicas, inflight, zombie) depends on that part and the znodes'
 versions alone, except for partitions with no znode: `relative_part` shifts one part, so that an explorer can
-fingerprint the parts separately and memoize them (`checkers/bounded.py`).
+fingerprint the parts separately and memoize them.
 """
 
 from __future__ import annotations

@@ -101,7 +101,7 @@ RULE_SETS: dict[str, RuleSet] = {
 }
 
 DEFAULT_RULES = "seeds"  # a scenario's rule set when its config names none (the contract fixes it)
-ORACLE_RULES = "kafka"  # what the oracles (check-trace, check-log, kcm.oracle, the pytest plugin) judge by default
+ORACLE_RULES = "kafka"  # what the oracles (check-trace, check-log, the oracle API, the pytest plugin) judge by default
 
 
 def rule_set(name: str) -> RuleSet:

@@ -245,7 +245,7 @@ def freeze_context(ns: ContextDraft) -> ControllerContext:
 
 
 class OutOfBounds(KcmError):
-    """An explorer's step given up part-way: its result already lies outside the bounds (see Txn.max_*)."""
+    """A step abandoned part-way: one of its writes passed an epoch limit of its Txn (Txn.max_*)."""
 
     name = "OutOfBounds"
 
@@ -253,9 +253,9 @@ class OutOfBounds(KcmError):
 class Txn:
     """Drafts of every part of a Cluster plus the effects emitted so far."""
 
-    request_batch: Any = None  # the reference's batch of control requests in progress (kcm.reference.requests)
-    # Bounds an explorer's step stops at (OutOfBounds) as soon as a write passes them, because the state it would
-    # end in lies outside the explored boundary anyway; None (the default): every step runs to its end.
+    request_batch: Any = None  # the batch of control requests an operation is building, if any
+    # The model's epoch limits: a step whose write passes one is abandoned with OutOfBounds and changes nothing;
+    # None (the default): no limit, every step runs to its end.
     max_leader_epoch: int | None = None
     max_controller_epoch: int | None = None
     # brokers: dict[int, BrokerState], replicas: dict[tuple, ReplicaData] and inflight: dict[tuple[int, int],

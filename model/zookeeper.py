@@ -4,8 +4,8 @@ This is the generic operation API under the controller's `Zk` record (`kcm.model
 znode write obeys, said once. A create starts a znode at version 0; a set bumps the version by one and, given an
 expected version other than -1, is refused with BadVersion when the znode moved; an ephemeral znode vanishes
 when its owner's session ends; a watch fires once. `kcm.model.znodes` lays the controller's `Zk` record out as
-these znodes, and the live mode (`kcm.checkers.live`) predicts each write it sends to a real server with these
-functions; `tests/test_live_zookeeper_model.py` runs random operation sequences on both and compares.
+these znodes, and the live mode predicts each write it sends to a real server with these functions (a test
+runs random operation sequences on both and compares).
 
 Every operation is a pure function `(ZooKeeper, ...) -> ZooKeeper` (or a read); a refused one raises a
 `ZooKeeperError` named as ZooKeeper names it (`NoNode`, `NodeExists`, `BadVersion`, `NotEmpty`,

@@ -8,11 +8,11 @@ import json
 from pathlib import Path
 
 import pytest
+from kcm.checkers.bug_catalogue import VARIANTS, is_switch
 from kcm.checkers.bugs import check_variant, config_name
 from kcm.model import actions as A
 from kcm.model.cluster import ClusterConfig
 from kcm.model.errors import NoRequestInFlight, NotController, StaleControllerEpoch
-from kcm.model.variants import VARIANTS
 from kcm.properties.controller import by_name
 from kcm.reference import api
 
@@ -141,3 +141,16 @@ def test_the_fixed_controller_keeps_every_property_with_async_delivery_zombies_a
     assert not found.violations, sorted(found.violations)
     # Requests of a replaced controller do arrive after the new one's, and are refused.
     assert {"SomeControllerFailover", "SomeStaleRequestRefused"} <= found.reached
+
+
+def test_the_catalogue_and_the_model_name_the_same_switches_each_read_where_catalogued():
+    from kcm.model.variants import SWITCHES
+
+    switches = [v for v in VARIANTS if is_switch(v)]
+    assert sorted(v.name for v in switches) == sorted(SWITCHES)
+    # a variant that lists a switch lists its own, and one the model reads
+    assert all(v.on.get("variants", [v.name]) == [v.name] for v in VARIANTS)
+    root = SPECS.parent
+    for v in VARIANTS:
+        source = (root / v.where).read_text()
+        assert not is_switch(v) or f'has("{v.name}")' in source, v.name

@@ -61,7 +61,7 @@ def test_every_sample_log_violation_is_named_by_a_judged_id() -> None:
 
 
 def test_every_id_named_in_configs_scenarios_and_variants_is_a_catalogue_id() -> None:
-    from kcm.model.variants import VARIANTS
+    from kcm.checkers.bug_catalogue import VARIANTS
 
     root = Path(__file__).resolve().parent.parent / "specs"
     named = {n for v in VARIANTS for n in v.breaks}

@@ -13,6 +13,8 @@ live in directories named differently from their import paths (pyproject's packa
 from __future__ import annotations
 
 import ast
+import re
+import tokenize
 from pathlib import Path
 
 from kcm.checkers.liveness import sccs
@@ -86,6 +88,54 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     nodes = sorted(set(graph) | {w for targets in graph.values() for w in targets})
     succ = {v: sorted(graph.get(v, ())) for v in nodes}
     return sorted(sorted(c) for c in sccs(nodes, succ) if len(c) > 1)
+
+
+# A kcm module named in text (`kcm.checkers.bugs`), or a source path (`reference/truncation.py`, `checkers/`).
+_DOTTED = re.compile(r"\bkcm(?:\.\w+)+")
+_PATH = re.compile(r"(?<![\w./-])(" + "|".join(re.escape(d) for _p, d in LAYERS) + r")/(?=[\w*])")
+DATA_PACKAGES = ("kcm.specs",)  # shipped data read through importlib.resources: no layer
+
+
+def _texts(path: Path) -> list[tuple[int, str]]:
+    """(line, text) of every string literal and comment of a source file: where a module may name another."""
+    with path.open("rb") as fh:
+        return [(tok.start[0], tok.string) for tok in tokenize.tokenize(fh.readline)
+                if tok.type in (tokenize.STRING, tokenize.COMMENT)]
+
+
+def upper_names(path: Path, rank: int, texts: list[tuple[int, str]] | None = None) -> list[tuple[int, str]]:
+    """(line, name) for each module or source path of a layer above `rank` named in the file's strings or
+    comments: a lower layer that names an upper one depends on it in meaning, even with no import."""
+    found = []
+    for line, text in _texts(path) if texts is None else texts:
+        for name in _DOTTED.findall(text):
+            name = name.rstrip(".")
+            if not name.startswith(DATA_PACKAGES) and _layer(name) > rank:
+                found.append((line, name))
+        for directory in _PATH.findall(text):
+            if next(r for r, (_p, d) in enumerate(LAYERS) if d == directory) > rank:
+                found.append((line, directory + "/"))
+    return found
+
+
+def test_the_model_and_the_reference_name_no_upper_layer() -> None:
+    bad = {}
+    for rank, (_package, directory) in enumerate(LAYERS[:2]):
+        for path in sorted((ROOT / directory).rglob("*.py")):
+            names = upper_names(path, rank)
+            if names:
+                bad[str(path.relative_to(ROOT))] = names
+    assert bad == {}
+
+
+def test_the_name_check_sees_a_module_and_a_path_in_strings_and_comments() -> None:
+    texts = [(1, '"""Read by `kcm.checkers.bugs`."""'), (2, "# see reference/truncation.py"),
+             (3, '"kcm.model.fmap"'), (4, "# ships in kcm.specs"), (5, '"model/txn.py"')]
+    model_rank = 0
+    assert upper_names(ROOT / "model" / "fmap.py", model_rank, texts) == [
+        (1, "kcm.checkers.bugs"), (2, "reference/")]
+    assert upper_names(ROOT / "model" / "fmap.py", 1, texts) == [(1, "kcm.checkers.bugs")]
+    assert upper_names(ROOT / "model" / "txn.py", model_rank) == []
 
 
 def test_no_upward_import() -> None:

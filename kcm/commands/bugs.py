@@ -9,7 +9,7 @@ from pathlib import Path
 
 from kcm import flags
 from kcm.checkers.bounded import BadConfig
-from kcm.model.variants import VARIANTS
+from kcm.checkers.bug_catalogue import VARIANTS
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
