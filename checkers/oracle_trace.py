@@ -23,6 +23,7 @@ from kcm.model.states import PartitionState, ReplicaState
 from kcm.model.tables import RuleSet
 
 NO_LEADER = -1
+_UNKNOWN = "?"  # a state machine's state a newly elected controller initialised without logging it
 
 # The catalogue properties a trace can break, each judged from the events under its catalogue id.
 JUDGED = frozenset({
@@ -304,13 +305,15 @@ class Replay:
                  if k.startswith(prefix) and s != ReplicaState.NON_EXISTENT}
         return found or None
 
-    def _leader_isr_rules(self, where: str, p: dict[str, Any]) -> str:
-        """ISR within AR, leader within ISR, one leader per (partition, leader epoch)."""
+    def _leader_isr_rules(self, where: str, p: dict[str, Any], znode: bool = False) -> str:
+        """ISR within AR (of a znode), leader within ISR, one leader per (partition, leader epoch)."""
         leader, isr, epoch = p["leader"], set(p["isr"]), p["leader_epoch"]
         ar = set(p["replicas"]) if "replicas" in p else self._assigned(p["partition"])
         # As properties.controller.leader_in_isr_in_ar: a leaderless partition may keep its one ISR member outside
-        # AR (a replaced reassignment dropped it; the controller never empties the ISR).
-        if ar is not None and not isr <= ar and not (leader == NO_LEADER and len(isr) == 1):
+        # AR (a replaced reassignment dropped it; the controller never empties the ISR). Only a znode is judged so:
+        # a request carries the controller's AR, which is already the target when a reassignment moves the leader,
+        # while the replicas leaving are still in the ISR until they are taken offline.
+        if znode and ar is not None and not isr <= ar and not (leader == NO_LEADER and len(isr) == 1):
             return f"LeaderInIsrInAr ({where}): ISR {_sorted(isr)} is not within the assigned replicas {_sorted(ar)}"
         if leader != NO_LEADER and leader not in isr:
             return f"LeaderInIsrInAr ({where}): leader {leader} is not in the ISR {_sorted(isr)}"
@@ -372,11 +375,18 @@ class Replay:
         if self._down(broker):
             return f"LiveActors: controller election: broker {broker} is down"
         self.controller_epoch, self.controller = epoch, broker
+        # A new controller initialises both state machines from ZooKeeper and the brokers' liveness without logging
+        # a change (a replica on a dead broker starts OfflineReplica or ReplicaDeletionIneligible): what the trace
+        # said of them under the previous controller says nothing about the state its next change starts from.
+        self.partitions = dict.fromkeys(self.partitions, _UNKNOWN)
+        self.replicas = dict.fromkeys(self.replicas, _UNKNOWN)
         return ""
 
     def _partition_state_change(self, ev: dict[str, Any]) -> str:
         key = ev["partition"]
         cur = self.partitions.get(key, PartitionState.NON_EXISTENT)
+        if cur == _UNKNOWN:
+            cur = ev["from"]  # its first change under this controller: the state it was initialised in
         if cur != ev["from"]:
             return f"TraceConsistent: partition table: {key} is in {cur}, not {ev['from']}"
         if not self.rules.allows_partition(cur, ev["to"]):
@@ -387,6 +397,8 @@ class Replay:
     def _replica_state_change(self, ev: dict[str, Any]) -> str:
         key = f"{ev['partition']}@{ev['replica']}"
         cur = self.replicas.get(key, ReplicaState.NON_EXISTENT)
+        if cur == _UNKNOWN:
+            cur = ev["from"]  # its first change under this controller: the state it was initialised in
         if cur != ev["from"]:
             return f"TraceConsistent: replica table: {key} is in {cur}, not {ev['from']}"
         if not self.rules.allows_replica(cur, ev["to"]):
@@ -408,7 +420,7 @@ class Replay:
             if ev["zk_version"] <= prev["zk_version"]:
                 return (f"ZkVersionGrows: {key} zkVersion {ev['zk_version']} after "
                         f"{prev['zk_version']} (a write from a stale version)")
-        broken = self._leader_isr_rules("leader-and-ISR write", ev)
+        broken = self._leader_isr_rules("leader-and-ISR write", ev, znode=True)
         if broken:
             return broken
         new_leader = ev["leader"] != NO_LEADER and (prev is None or prev["leader"] != ev["leader"])

@@ -1,5 +1,6 @@
 """Packaging: every package folder is in the wheel; the built wheel works from an empty folder outside the
-checkout; the core install (no Spark, no Z3, no NumPy) runs the oracle and stays under 100 MB."""
+checkout and keeps the import contracts (`.importlinter`, checked by import-linter on the installed package); the
+core install (no Spark, no Z3, no NumPy) runs the oracle and stays under 100 MB."""
 
 import os
 import shutil
@@ -60,16 +61,49 @@ def _venv(where: Path, spec: str) -> Path:
     return where / "bin"
 
 
-def _run(bindir: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess:
+def _run(bindir: Path, cwd: Path, *args: str, tool: str = "kcm") -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    return subprocess.run([str(bindir / "kcm"), *args], capture_output=True, text=True, cwd=cwd, env=env)
+    return subprocess.run([str(bindir / tool), *args], capture_output=True, text=True, cwd=cwd, env=env)
+
+
+def _dev_requirement(name: str) -> str:
+    """The dev extra's requirement of that package (its lower bound said once, in pyproject.toml)."""
+    return next(r for r in _config()["project"]["optional-dependencies"]["dev"] if r.startswith(name))
+
+
+def test_the_import_contracts_name_the_layers_of_the_import_layer_test():
+    from configparser import ConfigParser
+
+    from tests.test_import_layers import LAYERS
+
+    contracts = ConfigParser()
+    contracts.read(ROOT / ".importlinter")
+    rows = contracts["importlinter:contract:layers"]["layers"].strip().splitlines()
+    layers = [[m.strip() for m in row.split(" : ")] for row in rows]
+    assert [row[0] for row in layers[1:]] == [package for package, _d in reversed(LAYERS[:-1])]
+    cli = set(layers[0])
+    top = {f"kcm.{p.stem}" for p in (ROOT / "kcm").glob("*.py")} | {"kcm.commands"}
+    assert cli == top - {"kcm.__init__", "kcm.compiled"}  # every CLI-layer module is in the top layer
 
 
 @pytest.mark.slow
 def test_the_wheel_works_from_an_empty_folder(wheel, tmp_path):
     bindir = _venv(tmp_path / "venv", f"{wheel}[explore,prove]")
+    subprocess.run([str(bindir / "python"), "-m", "pip", "install", "-q", _dev_requirement("import-linter")],
+                   check=True)
     empty = tmp_path / "empty"
     empty.mkdir()
+    # The import contracts, read by import-linter from the installed package, where folders are named as imports.
+    lint = _run(bindir, empty, "--no-cache", "--no-logo", str(ROOT / ".importlinter"), tool="lint-imports")
+    assert lint.returncode == 0 and "0 broken" in lint.stdout, lint.stdout + lint.stderr
+    contracts = (ROOT / ".importlinter").read_text().count("[importlinter:contract:")
+    assert f"Contracts: {contracts} kept, 0 broken." in lint.stdout and lint.stdout.count("KEPT") == contracts
+    # ... and they can fail: the layers upside down break the layers contract.
+    upside_down = tmp_path / "upside-down.ini"
+    upside_down.write_text("[importlinter]\nroot_package = kcm\n\n[importlinter:contract:layers]\nname = reversed\n"
+                           "type = layers\nlayers =\n    kcm.model\n    kcm.reference\n")
+    broken = _run(bindir, empty, "--no-cache", "--no-logo", str(upside_down), tool="lint-imports")
+    assert broken.returncode == 1 and "1 broken" in broken.stdout, broken.stdout + broken.stderr
     table = _run(bindir, empty, "table", "--rules", "kafka")
     assert table.returncode == 0 and "OfflineReplica" in table.stdout, table.stderr
     scenario = ROOT / "specs" / "scenarios" / "ops" / "broker-failure.json"

@@ -1,0 +1,245 @@
+"""The oracles' inputs written from a run of the model: a trace (`kcm check-trace`) and a state-change log
+(`kcm check-log`), as an implementation that behaves as the model would write them.
+
+Each step of a run becomes, in this order, the events its changes imply: brokers going down or up, a controller
+elected, the state changes it logged (from its effects), the partition znodes it wrote (one net write per znode),
+the LeaderAndIsr, UpdateMetadata and StopReplica requests it sent and how each broker took them. This lets the
+oracles be compared with the catalogue's predicates on explored states: the oracle must name, at the same step,
+a property the predicates find violated (tests/test_oracles_on_explored_states.py).
+
+What the formats cannot carry is left out rather than guessed: the data plane (produce, fetch) and asynchronous
+delivery are not written (`unsupported` names why for a step), nor is a topic's deletion (the trace format has
+no event for it).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from itertools import count
+from typing import Any, NamedTuple
+
+from kcm.model import actions as A
+from kcm.model.cluster import NO_LEADER, Cluster, ClusterConfig, ControllerContext, LeaderAndIsr, initial_cluster
+from kcm.model.effects import Effects, LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest
+from kcm.model.names import tp_name
+from kcm.reference import api
+
+# Steps whose moves the formats carry no event for, with the reason.
+UNSUPPORTED: dict[type, str] = {
+    A.Produce: "the data plane (produce, fetch) is not written: a step's net log changes are no fetch events",
+    A.Replicate: "the data plane (produce, fetch) is not written: a step's net log changes are no fetch events",
+    A.IsrShrink: "the data plane (produce, fetch) is not written: a step's net log changes are no fetch events",
+    A.Consume: "the data plane (produce, fetch) is not written: a step's net log changes are no fetch events",
+    A.Deliver: "asynchronous delivery is not written: a request's sending and its receipt are different steps",
+    A.DeleteTopic: "a trace has no topic-deletion event: a re-created partition's znode would look like a stale "
+                   "write",
+}
+_KIND = {LeaderAndIsrRequest: "LeaderAndIsr", UpdateMetadataRequest: "UpdateMetadata",
+         StopReplicaRequest: "StopReplica"}
+
+
+def unsupported(config: ClusterConfig, action: Any) -> str:
+    """Why a step of this action cannot be written in the oracles' formats ('' when it can)."""
+    if config.delivery != "sync":
+        return UNSUPPORTED[A.Deliver]
+    return UNSUPPORTED.get(type(action), "")
+
+
+def _refusals(effects: Effects) -> Counter:
+    """(broker, request kind, controller epoch) -> how many such requests the broker refused (from the notes the
+    reference writes for a stale controller epoch), and (broker, partition) -> LeaderAndIsr partitions ignored."""
+    out: Counter = Counter()
+    for note in effects.notes:
+        words = note.split()
+        if len(words) > 7 and words[0] == "broker" and words[2] == "refused":
+            out[(int(words[1]), words[3], int(words[7].rstrip(":")))] += 1
+        elif len(words) > 5 and words[0] == "broker" and words[2:4] == ["ignored", "LeaderAndIsr"]:
+            out[(int(words[1]), words[5].rstrip(":"))] += 1
+    return out
+
+
+def _actor(before: Cluster, action: Any, after: Cluster) -> ControllerContext:
+    """The controller whose decisions the step logs: the zombie in its own steps, else the active controller."""
+    if isinstance(action, A.ZombieElect) and before.zombie is not None:
+        return before.zombie
+    return after.ctx if after.ctx.controller_id >= 0 else before.ctx
+
+
+def _written(before: Cluster, after: Cluster) -> list[tuple[tuple, LeaderAndIsr, LeaderAndIsr | None]]:
+    """(partition, znode after, znode before or None) for each partition znode the step wrote."""
+    if after.zk.partitions is before.zk.partitions:
+        return []
+    old = dict(before.zk.partitions)
+    return [(tp, lai, old.get(tp)) for tp, lai in after.zk.partitions if old.get(tp) != lai]
+
+
+def trace_events(config: ClusterConfig, before: Cluster, action: Any, after: Cluster,
+                 effects: Effects) -> list[dict[str, Any]]:
+    """The trace events of one step (`specs/trace.schema.json`), in the order an implementation writes them."""
+    events: list[dict[str, Any]] = []
+    old_brokers = dict(before.brokers)
+    for b, s in after.brokers:
+        was = old_brokers.get(b)
+        if was is not None and was.alive and (not s.alive or s.incarnation != was.incarnation):
+            events.append({"type": "broker_down", "broker": b})
+        if s.alive and (was is None or not was.alive or s.incarnation != was.incarnation):
+            events.append({"type": "broker_up", "broker": b})
+    if after.zk.controller_epoch > before.zk.controller_epoch:
+        events.append({"type": "controller_elected", "broker": after.zk.controller,
+                       "epoch": after.zk.controller_epoch})
+    for c in effects.state_changes:
+        if c.machine == "partition":
+            events.append({"type": "partition_state_change", "partition": c.subject, "from": c.from_state,
+                           "to": c.to_state})
+        else:
+            partition, _, replica = c.subject.rpartition("@")
+            events.append({"type": "replica_state_change", "partition": partition, "replica": int(replica),
+                           "from": c.from_state, "to": c.to_state})
+    assignments = dict(after.zk.assignments)
+    for tp, lai, prev in _written(before, after):
+        ev = {"type": "leader_and_isr_write", "partition": tp_name(tp), "leader": lai.leader,
+              "leader_epoch": lai.leader_epoch, "isr": list(lai.isr), "zk_version": lai.zk_version,
+              "controller_epoch": lai.controller_epoch}
+        if tp in assignments:
+            ev["replicas"] = list(assignments[tp])
+        if lai.leader != NO_LEADER and prev is not None and prev.leader != lai.leader:
+            # the selector the implementation ran: the preferred one in a preferred election; the unclean one
+            # (configured on) when it chose outside the ISR it found
+            if isinstance(action, A.PreferredElection):
+                ev["election"] = "preferred"
+            elif config.unclean_leader_election and lai.leader not in prev.isr:
+                ev["election"] = "unclean"
+        events.append(ev)
+    refused = _refusals(effects)
+    for req in effects.requests:
+        kind = _KIND[type(req)]
+        if isinstance(req, LeaderAndIsrRequest):
+            parts = [{"partition": tp_name(req.tp), "leader": req.leader, "leader_epoch": req.leader_epoch,
+                      "isr": sorted(req.isr), "zk_version": req.zk_version, "replicas": list(req.replicas)}]
+        elif isinstance(req, StopReplicaRequest):
+            parts = [{"partition": tp_name(req.tp), "delete": req.delete}]
+        else:
+            parts = [{"partition": tp_name(tp)} for tp in req.tps]
+        common = {"request": kind, "broker": req.broker, "controller_epoch": req.controller_epoch}
+        events.append({"type": "request_sent", **common, "partitions": parts})
+        key = (req.broker, type(req).__name__, req.controller_epoch)
+        if refused[key]:
+            refused[key] -= 1
+            events.append({"type": "request_received", **common, "partitions": parts, "accepted": False})
+            continue
+        if isinstance(req, LeaderAndIsrRequest) and refused[(req.broker, tp_name(req.tp))]:
+            refused[(req.broker, tp_name(req.tp))] -= 1
+            parts = []  # the broker ignored the partition (not its replica, or not a newer leader epoch)
+        events.append({"type": "request_received", **common, "partitions": parts})
+    return events
+
+
+# ------------------------------------------------------------------------------------------- state-change log
+
+_STAMP = "[2024-01-01 00:00:00,000]"
+
+
+def _lai_text(req: LeaderAndIsrRequest) -> str:
+    """Kafka 3.x's LeaderAndIsrPartitionState text of a request."""
+    return (f"LeaderAndIsrPartitionState(topicName='{req.tp[0]}', partitionIndex={req.tp[1]}, "
+            f"controllerEpoch={req.controller_epoch}, leader={req.leader}, leaderEpoch={req.leader_epoch}, "
+            f"isr={sorted(req.isr)}, partitionEpoch={req.zk_version}, replicas={list(req.replicas)}, "
+            f"addingReplicas=[], removingReplicas=[], isNew=false, leaderRecoveryState=0)")
+
+
+def log_lines(config: ClusterConfig, before: Cluster, action: Any, after: Cluster, effects: Effects,
+              correlation: Iterator[int]) -> list[str]:
+    """The Kafka 3.x state-change log lines of one step: the acting controller's state changes and LeaderAndIsr
+    requests, and each broker's receipt of them (applied or ignored as stale)."""
+    actor = _actor(before, action, after)
+    head = f"{_STAMP} TRACE [Controller id={actor.controller_id} epoch={actor.epoch}] "
+    lines = []
+    for c in effects.state_changes:
+        if c.machine == "replica":
+            partition, _, replica = c.subject.rpartition("@")
+            lines.append(f"{head}Changed state of replica {replica} for partition {partition} from {c.from_state} "
+                         f"to {c.to_state} (state.change.logger)")
+            continue
+        # Without the leader a partition went online with: a step holds only the net value of a znode it wrote
+        # twice, while the LeaderAndIsr requests below carry each decision's own.
+        lines.append(f"{head}Changed partition {c.subject} state from {c.from_state} to {c.to_state} "
+                     f"(state.change.logger)")
+    refused = _refusals(effects)
+    for req in effects.requests:
+        if not isinstance(req, LeaderAndIsrRequest):
+            continue
+        body = _lai_text(req)
+        role = "leader" if req.leader == req.broker else "follower"
+        sender = f"{_STAMP} TRACE [Controller id={actor.controller_id} epoch={req.controller_epoch}] "
+        lines.append(f"{sender}Sending become-{role} LeaderAndIsr request {body} to broker {req.broker} for "
+                     f"partition {tp_name(req.tp)} (state.change.logger)")
+        cid = next(correlation)
+        receiver = f"{_STAMP} TRACE [Broker id={req.broker}] "
+        lines.append(f"{receiver}Received LeaderAndIsr request {body} correlation id {cid} from controller "
+                     f"{actor.controller_id} epoch {req.controller_epoch} for partition {tp_name(req.tp)} "
+                     f"(state.change.logger)")
+        key = (req.broker, "LeaderAndIsrRequest", req.controller_epoch)
+        if refused[key]:
+            refused[key] -= 1
+            lines.append(f"{_STAMP} WARN [Broker id={req.broker}] Ignoring LeaderAndIsr request from controller "
+                         f"{actor.controller_id} with correlation id {cid} since its controller epoch "
+                         f"{req.controller_epoch} is old (state.change.logger)")
+        elif refused[(req.broker, tp_name(req.tp))]:
+            refused[(req.broker, tp_name(req.tp))] -= 1
+        else:
+            lines.append(f"{receiver}Handling LeaderAndIsr request correlationId {cid} from controller "
+                         f"{actor.controller_id} epoch {req.controller_epoch} starting the become-{role} "
+                         f"transition for partition {tp_name(req.tp)} (state.change.logger)")
+    return lines
+
+
+# ---------------------------------------------------------------------------------------------------- runs
+
+
+class Step(NamedTuple):
+    """One step of a run: the state before, the action (None for the cluster's start), the state after, effects."""
+
+    before: Cluster
+    action: Any
+    after: Cluster
+    effects: Effects
+
+
+def replay(config: ClusterConfig, actions: list[Any]) -> list[Step]:
+    """The run of the actions from the cluster's start (the first controller election), step by step."""
+    first = initial_cluster(config)
+    state, effects = api.start(config)
+    steps = [Step(first, None, state, effects)]
+    for action in actions:
+        nxt, effects = api.step(config, state, action)
+        steps.append(Step(state, action, nxt, effects))
+        state = nxt
+    return steps
+
+
+def trace_of(config: ClusterConfig, steps: list[Step]) -> tuple[list[dict[str, Any]], list[int]]:
+    """The run's trace events and, for each, the index of the step that wrote it; the brokers a run starts with
+    come up first."""
+    events = [{"type": "broker_up", "broker": b} for b, s in steps[0].before.brokers if s.alive]
+    owner = [0] * len(events)
+    for i, (before, action, after, effects) in enumerate(steps):
+        written = trace_events(config, before, action, after, effects)
+        events += written
+        owner += [i] * len(written)
+    return events, owner
+
+
+def log_of(config: ClusterConfig, steps: list[Step]) -> tuple[list[str], list[int]]:
+    """The run's state-change log lines and, for each, the index of the step that wrote it."""
+    correlation = count(1)
+    lines: list[str] = []
+    owner: list[int] = []
+    for i, (before, action, after, effects) in enumerate(steps):
+        written = log_lines(config, before, action, after, effects, correlation)
+        lines += written
+        owner += [i] * len(written)
+    return lines, owner
+
+
+__all__ = ["UNSUPPORTED", "Step", "log_lines", "log_of", "replay", "trace_events", "trace_of", "unsupported"]
