@@ -214,3 +214,28 @@ def test_leader_selector_rules():
     v = check(start + [write(1, 1, [0, 1], 2, election="preferred")])
     assert v.line == 7 and "not the preferred replica 0" in v.rule
     assert check(start + [write(1, 1, [0, 1], 2), write(0, 2, [0, 1], 3, election="preferred")]).ok
+
+
+def test_a_new_controller_starts_each_state_machine_from_its_own_unlogged_initialisation():
+    offline = {"type": "replica_state_change", "partition": "t-0", "replica": 1, "from": "ReplicaDeletionIneligible",
+               "to": "OfflineReplica"}
+    online = [{"type": "replica_state_change", "partition": "t-0", "replica": 1, "from": a, "to": b}
+              for a, b in (("NonExistentReplica", "NewReplica"), ("NewReplica", "OnlineReplica"))]
+    # under the controller that logged OnlineReplica, a change from another state is inconsistent ...
+    same = check(LEGAL + online + [offline])
+    assert same.line == 9 and same.rule.startswith("TraceConsistent: replica table: t-0@1 is in OnlineReplica")
+    # ... but a newly elected controller initialised the replica itself: its first change starts there, and the
+    # next one from where that ended
+    fresh = check(LEGAL + online + [{"type": "controller_elected", "broker": 1, "epoch": 2}, offline,
+                                    dict(offline, **{"from": "NewReplica"})])
+    assert fresh.line == 11 and fresh.rule.startswith("TraceConsistent: replica table: t-0@1 is in OfflineReplica")
+
+
+def test_isr_within_ar_is_judged_on_znodes_not_on_requests():
+    # a reassignment moving the leader into the target sends the target as AR while the leaving replica is still in
+    # the ISR (Kafka's reassignment steps B3-B4); only the znode must keep its ISR within its AR
+    moved = lai(1, 1, 1, 1, [0, 1], sent=True)
+    moved["partitions"][0]["replicas"] = [1]
+    assert check(LEGAL + [write(1, 1, [0, 1], 1, replicas=[0, 1]), moved]).ok
+    bad = check(LEGAL + [write(1, 1, [0, 1], 1, replicas=[1])])
+    assert bad.line == 7 and bad.rule.startswith("LeaderInIsrInAr (leader-and-ISR write): ISR [0, 1] is not within")
