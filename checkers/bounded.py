@@ -25,7 +25,8 @@ from kcm.model.variants import SWITCHES, known_switch
 from kcm.properties import controller as controller_properties
 from kcm.properties import dataplane as dataplane_properties
 from kcm.properties import liveness as liveness_properties
-from kcm.reference import api, dataplane, preferred, selectors
+from kcm.reference import api, dataplane, partition_machine, preferred, reassignment, selectors
+from kcm.reference.context import has_controller
 
 FAMILIES = ("broker_failure", "controlled_shutdown", "controller_failover", "reassignment", "preferred",
             "data_plane", "acks_one", "consume", "deletion", "topic_creation", "zombie_controller", "fast_bounce",
@@ -132,31 +133,19 @@ def all_properties() -> list[Property]:
             + list(liveness_properties.PROPERTIES))
 
 
-def preferred_election_is_idle(state: Cluster) -> bool:
+def preferred_election_is_idle(config: ClusterConfig, state: Cluster) -> bool:
     """Whether a preferred election of every partition would change nothing (so the explorer need not try it).
 
-    Read off the frozen state as `reference/preferred.py` and the preferred selector decide: with no controller
-    the election does nothing; otherwise it skips the partitions `preferred.not_needed` names, and a partition
-    whose preferred selector finds no leader fails its election and keeps it (only notes are emitted). If every
-    partition is one of these, nothing is written or sent; a step that changes nothing is never a transition, so
-    not trying it changes no count.
+    Asked of the reference: the partitions `preferred.tried` names are re-elected only where the preferred
+    selector (`partition_machine.choose`) finds a leader in the znode's ISR; a partition without a znode is left to
+    the step itself. If no partition would be re-elected, nothing is written or sent (only notes), and a step that
+    changes nothing is never a transition, so not trying it changes no count.
     """
-    ctx = state.ctx
-    if ctx.controller_id < 0:
-        return True
-    leadership, assignments, znodes = dict(ctx.leadership), dict(ctx.assignments), dict(state.zk.partitions)
-    eligible = set(ctx.live_brokers) - set(ctx.shutting_down)
-    for tp, _ in state.zk.assignments:
-        if tp[0] in state.zk.delete_topics:
-            continue  # refused at the op (a topic queued for deletion is skipped)
-        lai, ar = leadership.get(tp), assignments.get(tp, ())
-        if preferred.not_needed(tp[0] in ctx.topics_to_delete, lai, ar):
-            continue
-        znode = znodes.get(tp)
-        if znode is None:
-            return False  # not judged here (a new partition without a znode may be initialized instead)
-        if selectors.preferred(ar, znode.isr, eligible) is not None:
-            return False  # this partition would be re-elected
+    t = Txn(config, state)
+    for tp in preferred.tried(t, [tp for tp, _ in state.zk.assignments if tp[0] not in state.zk.delete_topics]):
+        znode = t.zk.lookup("partitions", tp)
+        if znode is None or partition_machine.choose(t, tp, selectors.PREFERRED, znode.isr) is not None:
+            return False
     return True
 
 
@@ -252,7 +241,7 @@ class BoundedSystem(ModelBase):
         if "fast_bounce" in fam:
             out += [A.BrokerBounce(b) for b, s in brokers.items() if s.alive and b != state.zk.controller]
         out += [A.Deliver(b, e) for (b, e), queue in state.inflight if queue]
-        if "preferred" in fam and not preferred_election_is_idle(state):
+        if "preferred" in fam and not preferred_election_is_idle(self.config, state):
             out.append(A.PreferredElection())
         assignments = dict(state.zk.assignments)
         for tp in self.tps:
@@ -273,7 +262,7 @@ class BoundedSystem(ModelBase):
                 if "acks_one" in fam:  # acks=1: the leader acknowledges alone
                     out.append(A.Produce(tp, 1, "1"))
                 lai = dict(state.zk.partitions).get(tp)
-                if "consume" in fam and lai is not None and self._consumable(state, tp, lai.leader):
+                if "consume" in fam and lai is not None and self._consumable(state, tp):
                     # A consumer reads everything below the leader's HW (from offset 0: a consumer that has read
                     # part of it adds nothing the ghost record does not already hold).
                     out.append(A.Consume(tp, 0))
@@ -288,32 +277,29 @@ class BoundedSystem(ModelBase):
             out += [c for c in self.late_steps if not any(k[0] == c.topic for k in assignments)]
         return out
 
-    @staticmethod
-    def _consumable(state: Cluster, tp: tuple, leader: int) -> bool:
-        """Whether a consumer fetch could record something new: the leader's HW covers a record not yet consumed.
-
-        Only a filter (the reference's `consume` decides who leads and what it hands over): a fetch that would add
-        nothing to the ghost record changes nothing, and a step that changes nothing is never a transition.
-        """
-        data = dict(state.replicas).get((tp[0], tp[1], leader))
-        if data is None or data.hw == 0:
-            return False
-        seen = dict(state.ghost.consumed).get(tp, ())
-        return any((o, data.log[o]) not in seen for o in range(min(data.hw, len(data.log))))
+    def _consumable(self, state: Cluster, tp: tuple) -> bool:
+        """Whether a consumer fetch from offset 0 would hand over a record no consumer had yet (the reference's
+        `consumed_records` and `unseen`): a fetch that adds nothing to the ghost record changes nothing, and a step
+        that changes nothing is never a transition."""
+        t = Txn(self.config, state)
+        try:
+            return bool(dataplane.unseen(t, tp, dataplane.consumed_records(t, tp, 0)))
+        except KcmError:
+            return False  # refused: no acting leader
 
     def _idle_target(self, state: Cluster, tp: tuple) -> tuple[int, ...] | None:
         """The reassignment target of tp that `reference/reassignment.py` would drop unchanged, if any.
 
-        With an active controller, no reassignment of tp in flight or requested, and KAFKA-9478's fix in, a
-        target equal to the controller's AR is written to /admin/reassign_partitions and removed again in the
-        same step, so the step changes nothing. None when that cannot be told from the state alone.
+        With an active controller, nothing requested for tp yet, and the controller dropping requests it will not
+        act on, a request for a target that `reassignment.is_noop` finds no reassignment is written to
+        /admin/reassign_partitions and removed again in the same step, so the step changes nothing. None when that
+        cannot be told from the state alone.
         """
-        ctx = state.ctx
-        if ctx.controller_id < 0 or self.config.has("KAFKA-9478"):
+        t = Txn(self.config, state)
+        if not has_controller(t) or t.zk.has("reassign_partitions", tp) or not reassignment.drops_noop_requests(t):
             return None
-        if any(k == tp for k, _ in state.zk.reassign_partitions):
-            return None
-        return next((tuple(ar) for k, ar in ctx.assignments if k == tp), None)
+        ar = tuple(t.ctx.assignments.get(tp, ()))
+        return ar if reassignment.is_noop(t, tp, ar) else None
 
     def step(self, state: Cluster, action: Any) -> tuple[Cluster, Effects]:
         """The reference's next state and effects (KcmError when refused)."""

@@ -210,17 +210,25 @@ def isr_shrink(t: Txn, a: IsrShrink) -> None:
     _advance_hw(t, a.tp, leader)  # a smaller ISR may let the HW move (min LEO over fewer replicas)
 
 
+def consumed_records(t: Txn, tp: tuple, offset: int) -> tuple[tuple[int, int], ...]:
+    """The (offset, leader epoch) records a consumer fetch from `offset` gets: those below the acting leader's HW."""
+    data = t.replicas[_key(tp, acting_leader(t, tp))]
+    return tuple((o, data.log[o]) for o in range(max(offset, 0), data.hw))
+
+
+def unseen(t: Txn, tp: tuple, records: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:
+    """The records no consumer was handed before (the ghost record of consumed records lacks them)."""
+    seen = t.ghost.consumed.get(tp, ())
+    return tuple(r for r in records if r not in seen)
+
+
 @handles(Consume)
 def consume(t: Txn, a: Consume) -> None:
     """A consumer fetch from the leader: the records from `offset` below the HW; t.result is how many."""
-    leader = acting_leader(t, a.tp)
-    data = t.replicas[_key(a.tp, leader)]
-    records = tuple((o, data.log[o]) for o in range(max(a.offset, 0), data.hw))
-    if records:
-        t.ghost.consumed[a.tp] = t.ghost.consumed.get(a.tp, ()) + tuple(
-            r for r in records if r not in t.ghost.consumed.get(a.tp, ()))
+    records = consumed_records(t, a.tp, a.offset)
+    new = unseen(t, a.tp, records)
+    if new:
+        t.ghost.consumed[a.tp] = t.ghost.consumed.get(a.tp, ()) + new
     t.result = len(records)
 
-
-# -- the bounded system's canonical form ------------------------------------------------------------
 

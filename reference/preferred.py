@@ -23,6 +23,14 @@ def not_needed(deleting: bool, lai: object | None, ar: tuple[int, ...]) -> bool:
     return deleting or lai is None or not ar or lai.leader == ar[0]
 
 
+def tried(t: Txn, tps: list[tuple]) -> list[tuple]:
+    """The partitions of tps a preferred election tries to re-elect: none without an active controller."""
+    if not has_controller(t):
+        return []
+    return [tp for tp in tps if not not_needed(is_deleting(t, tp[0]), t.ctx.leadership.get(tp),
+                                               t.ctx.assignments.get(tp, ()))]
+
+
 @handles(PreferredElection)
 def preferred_election(t: Txn, a: PreferredElection) -> None:
     """Affected partitions -> OnlinePartition with the preferred selector; those already led by it are skipped."""
@@ -33,14 +41,5 @@ def preferred_election(t: Txn, a: PreferredElection) -> None:
             if tp not in t.zk.assignments or tp[0] in t.zk.delete_topics:
                 raise UnknownTopicOrPartition(f"partition {tp_name(tp)} does not exist")
         tps = list(a.tps)
-    if not has_controller(t):
-        return
-    todo = []
-    for tp in tps:
-        lai = t.ctx.leadership.get(tp)
-        ar = t.ctx.assignments.get(tp, ())
-        if not_needed(is_deleting(t, tp[0]), lai, ar):
-            continue
-        todo.append(tp)
-    for tp in handle_partition_changes(t, todo, P.ONLINE, selectors.PREFERRED):
+    for tp in handle_partition_changes(t, tried(t, tps), P.ONLINE, selectors.PREFERRED):
         t.note(f"{tp_name(tp)}: preferred replica not eligible; leader kept")

@@ -40,19 +40,28 @@ def reassign(t: Txn, a: Reassign) -> None:
     start(t, tp, target)
 
 
+def is_noop(t: Txn, tp: tuple, target: tuple[int, ...]) -> bool:
+    """Whether reassigning tp to target is no reassignment: none is in flight and the target is the current AR."""
+    return t.ctx.reassignments.get(tp) is None and target == tuple(t.ctx.assignments.get(tp, ()))
+
+
+def drops_noop_requests(t: Txn) -> bool:
+    """Whether the controller removes a request it will not act on from /admin/reassign_partitions at once."""
+    return not t.config.has("KAFKA-9478")  # the variant leaves the entry there
+
+
 def start(t: Txn, tp: tuple, target: tuple[int, ...]) -> None:
     """Begin tracking a reassignment towards target and run its first round."""
     # Kafka's reassignTo: a replacement starts from the original replicas (OAR) of the one in flight, so AR is
     # the new target followed by OAR - target; the replicas only in the abandoned target are stopped and deleted
     # in the first round (on_partition_reassignment). The same target again keeps the record as it is.
-    current = t.ctx.reassignments.get(tp)
-    original = current.original if current is not None else tuple(t.ctx.assignments[tp])
-    if target == original and current is None:
+    if is_noop(t, tp, target):
         t.note(f"{tp_name(tp)}: target equals the current replicas; nothing to reassign")
-        if not t.config.has("KAFKA-9478"):
-            # Variant KAFKA-9478 leaves the entry it will never act on in /admin/reassign_partitions.
+        if drops_noop_requests(t):
             t.zk.reassign_partitions.pop(tp, None)
         return
+    current = t.ctx.reassignments.get(tp)
+    original = current.original if current is not None else tuple(t.ctx.assignments[tp])
     r = Reassignment(original, target)
     t.ctx.reassignments[tp] = r
     t.zk.reassign_original = put(t.zk.reassign_original, tp, original)
