@@ -581,8 +581,6 @@ class Replay:
         return ""
 
 
-_Replay = Replay  # the name earlier versions used
-
 
 class TraceChecker:
     """An incremental replay: feed events one at a time; the first failure is kept and every later feed repeats it."""

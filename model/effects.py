@@ -86,6 +86,3 @@ class Effects(NamedTuple):
         if self.notes:
             out["notes"] = list(self.notes)
         return out
-
-
-NO_EFFECTS = Effects()

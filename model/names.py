@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 TopicPartition = tuple  # (topic: str, partition: int)
-ReplicaKey = tuple  # (topic: str, partition: int, broker: int)
 
 
 def tp_name(tp: TopicPartition) -> str:
