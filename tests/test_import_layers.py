@@ -5,9 +5,11 @@ drivers that join both (the scenario runner's expect_violation, the bounded syst
 checkers.
 
 Read from the source by AST (every `kcm.*` import, at module level or inside a function, and every string naming
-a kcm module, as importlib dispatch would use), because the packages
-live in directories named differently from their import paths (pyproject's package-dir: kcm.model is model/,
-...), which import-linter and grimp cannot follow from a source tree.
+a kcm module, as importlib dispatch would use), because the packages live in directories named differently from
+their import paths (pyproject's package-dir: kcm.model is model/, ...), which import-linter and grimp cannot follow
+from a source tree; the import-linter contracts (`.importlinter`) are checked on the installed wheel instead
+(tests/test_packaging.py). The model and the reference also name no upper layer in words: a string or comment of
+theirs naming an upper layer's module or source path fails here.
 """
 
 from __future__ import annotations
