@@ -209,13 +209,19 @@ def clean_elections(model: Any, before: Cluster, action: Any, after: Cluster, ef
 
 
 def zk_writes_fenced(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
-    """Only the controller of the newest epoch elects: a znode whose leader epoch changes carries that epoch."""
+    """Only the controller of the newest epoch elects: a znode whose leader epoch changes carries that epoch.
+
+    A write that keeps the leader epoch is a leader's own ISR update, so it keeps the leader too: a new leader in
+    an old leader epoch is an election that escaped the fencing (a zombie's write that no zkVersion stopped).
+    """
     if after.zk.partitions is before.zk.partitions:
         return True  # no znode written
     old = dict(before.zk.partitions)
     for tp, lai in after.zk.partitions:
         prev = old.get(tp)
         if prev is not None and prev.leader_epoch == lai.leader_epoch:
+            if lai.leader != prev.leader:
+                return False
             continue  # unchanged, or a leader's own ISR update (it keeps the writer's controller epoch)
         if lai.controller_epoch != after.zk.controller_epoch:
             return False

@@ -66,6 +66,15 @@ def test_controller_epoch_monotone_and_fencing():
     assert pc.no_broker_ahead_of_zookeeper(MODEL, a)
 
 
+def test_zk_writes_fenced_refuses_a_new_leader_written_in_an_old_leader_epoch():
+    before = _state(leader=0, epoch=1, isr=(0, 1))
+    shrink = _state(leader=0, epoch=1, isr=(0,))  # a leader's own ISR update: same leader, same leader epoch
+    assert pc.zk_writes_fenced(MODEL, before, None, shrink, Effects())
+    assert pc.zk_writes_fenced(MODEL, before, None, _state(leader=1, epoch=2), Effects())
+    # A zombie's election that no zkVersion check stopped: leader 1 in leader epoch 1, which leader 0 had.
+    assert not pc.zk_writes_fenced(MODEL, before, None, _state(leader=1, epoch=1, isr=(0, 1)), Effects())
+
+
 def test_epoch_fencing_catches_a_broker_applying_a_stale_request():
     from kcm.model.cluster import ReplicaData
     t = Txn(CONFIG, _state())
