@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 from kcm.checkers.checkpoint import BadCheckpoint, Checkpointer, Snapshot
-from kcm.checkers.collector import rare_collections
+from kcm.checkers.collector import no_collections
 from kcm.checkers.verdicts import Exploration, indexed_successors, state_checks, step_checks
 from kcm.checkers.visited import FP, Visited, replay, replay_levels
 from kcm.model.interface import ALWAYS, STATE_KINDS, STEP, STEP_KINDS
@@ -286,6 +286,6 @@ def explore(model: Any, max_states: int | None = None, progress: ProgressFn | No
     `stop_at` (property names) ends the search after the first level that violates one of them;
     `skip_unchanged=False` judges every state property in every new state (see `search`).
     """
-    with rare_collections():
+    with no_collections():
         return search(model, "local", expander(model), max_states, progress, checkpoint, resume,
                       stop_at=stop_at, skip_unchanged=skip_unchanged)
