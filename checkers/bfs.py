@@ -23,7 +23,7 @@ from kcm.checkers.checkpoint import BadCheckpoint, Checkpointer, Snapshot
 from kcm.checkers.collector import no_collections
 from kcm.checkers.verdicts import Exploration, indexed_successors, state_checks, step_checks
 from kcm.checkers.visited import FP, Visited, replay, replay_levels
-from kcm.model.interface import ALWAYS, STATE_KINDS, STEP, STEP_KINDS
+from kcm.model.interface import ALWAYS, SOMETIMES, STATE_KINDS, STEP, STEP_KINDS
 from kcm.properties.reads import Rechecks
 
 # One successor of a level: (fingerprint, state, parent's position in the frontier, action's position in
@@ -118,7 +118,11 @@ def search(model: Any, engine: str, expand_level: Callable[[list[Any]], Iterable
         return should_stop(stop_at, witnesses)
 
     stopped = stop_now()
+    judged_props = props  # less the reachability goals already reached (judging them again changes nothing)
     while frontier and not stopped:
+        if any(p.expectation == SOMETIMES and p.name in found.reached for p in judged_props):
+            judged_props = [p for p in judged_props if p.expectation != SOMETIMES or p.name not in found.reached]
+            rechecks = Rechecks(judged_props) if skip_unchanged else None
         if checkpoint is not None and checkpoint.due():
             checkpoint.write(visited, frontier_fps, checkpoint_meta(found, witnesses, depth, sizes, expanded,
                                                                     spent + time.perf_counter() - start))
@@ -156,7 +160,7 @@ def search(model: Any, engine: str, expand_level: Callable[[list[Any]], Iterable
             if bad is None:  # checked here, once per new state, when the engine did not
                 # A property that reads only parts the step left as they were has the parent's verdict: a
                 # violation there already has its (shorter) witness, a goal reached there is already recorded.
-                judged = props if rechecks is None else rechecks.after_step(frontier[parent], item)
+                judged = judged_props if rechecks is None else rechecks.after_step(frontier[parent], item)
                 bad, reached = state_checks(model, item, judged)
                 found.reached.update(reached)
             for name in bad:
