@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
 from kcm.checkers import bfs
 from kcm.checkers.bounded import BoundedSystem, all_properties, load_config
 from kcm.checkers.verdicts import successors
