@@ -20,10 +20,11 @@ from typing import Any
 
 import numpy as np
 from kcm.checkers.checkpoint import BadCheckpoint, Checkpointer, Snapshot
-from kcm.checkers.collector import rare_collections
+from kcm.checkers.collector import no_collections
 from kcm.checkers.verdicts import Exploration, indexed_successors, state_checks, step_checks
 from kcm.checkers.visited import FP, Visited, replay, replay_levels
-from kcm.model.interface import ALWAYS, STATE_KINDS, STEP, STEP_KINDS
+from kcm.model.interface import ALWAYS, SOMETIMES, STATE_KINDS, STEP, STEP_KINDS
+from kcm.properties.reads import Rechecks
 
 # One successor of a level: (fingerprint, state, parent's position in the frontier, action's position in
 # model.actions(parent), action, step properties violated, state properties violated (None: not computed yet),
@@ -56,15 +57,18 @@ def safety_names(model: Any) -> set[str]:
 def search(model: Any, engine: str, expand_level: Callable[[list[Any]], Iterable[Row]],
            max_states: int | None = None, progress: ProgressFn | None = None,
            checkpoint: Checkpointer | None = None, resume: Snapshot | None = None,
-           progress_every: float = 1.0, stop_at: Collection[str] | None = None) -> Exploration:
+           progress_every: float = 1.0, stop_at: Collection[str] | None = None,
+           skip_unchanged: bool = True) -> Exploration:
     """The level-synchronous loop: seed (or resume), expand each level with `expand_level`, dedupe, record.
 
     `stop_at`: property names; the search ends after the first level in which one of them is violated (every
     violation of that level is still found, so each counterexample is the canonical shortest one). None: the
-    whole boundary is explored.
+    whole boundary is explored. `skip_unchanged`: a new state is judged only by the state properties that read a
+    part its step changed (`properties/reads.py`); the others have its parent's verdict, already recorded.
     """
     # Only the properties state_checks judges (each state check skips the others anyway).
     props = [p for p in model.properties() if p.expectation in STATE_KINDS]
+    rechecks = Rechecks(props) if skip_unchanged else None
     found = Exploration(engine)
     start = time.perf_counter()
     visited = Visited()
@@ -114,7 +118,11 @@ def search(model: Any, engine: str, expand_level: Callable[[list[Any]], Iterable
         return should_stop(stop_at, witnesses)
 
     stopped = stop_now()
+    judged_props = props  # less the reachability goals already reached (judging them again changes nothing)
     while frontier and not stopped:
+        if any(p.expectation == SOMETIMES and p.name in found.reached for p in judged_props):
+            judged_props = [p for p in judged_props if p.expectation != SOMETIMES or p.name not in found.reached]
+            rechecks = Rechecks(judged_props) if skip_unchanged else None
         if checkpoint is not None and checkpoint.due():
             checkpoint.write(visited, frontier_fps, checkpoint_meta(found, witnesses, depth, sizes, expanded,
                                                                     spent + time.perf_counter() - start))
@@ -150,7 +158,10 @@ def search(model: Any, engine: str, expand_level: Callable[[list[Any]], Iterable
         rows = list(pending.values())
         for parent, aidx, _, item, bad in rows:
             if bad is None:  # checked here, once per new state, when the engine did not
-                bad, reached = state_checks(model, item, props)
+                # A property that reads only parts the step left as they were has the parent's verdict: a
+                # violation there already has its (shorter) witness, a goal reached there is already recorded.
+                judged = judged_props if rechecks is None else rechecks.after_step(frontier[parent], item)
+                bad, reached = state_checks(model, item, judged)
                 found.reached.update(reached)
             for name in bad:
                 if name not in witnesses and level_best.get(name, (parent, aidx)) >= (parent, aidx):
@@ -273,11 +284,12 @@ def expander(model: Any) -> Callable[[list[Any]], Iterable[Row]]:
 
 def explore(model: Any, max_states: int | None = None, progress: ProgressFn | None = None,
             checkpoint: Checkpointer | None = None, resume: Snapshot | None = None,
-            stop_at: Collection[str] | None = None) -> Exploration:
+            stop_at: Collection[str] | None = None, skip_unchanged: bool = True) -> Exploration:
     """Explore every state reachable inside the boundary in this process, checking every property.
 
-    `stop_at` (property names) ends the search after the first level that violates one of them.
+    `stop_at` (property names) ends the search after the first level that violates one of them;
+    `skip_unchanged=False` judges every state property in every new state (see `search`).
     """
-    with rare_collections():
+    with no_collections():
         return search(model, "local", expander(model), max_states, progress, checkpoint, resume,
-                      stop_at=stop_at)
+                      stop_at=stop_at, skip_unchanged=skip_unchanged)

@@ -2,10 +2,12 @@
 
 Each run is its own `kcm explore --json --continue` process. Printed per config and engine: distinct states,
 transitions, exploration seconds, CPU seconds of the process (user + system; steadier than wall time on a shared
-machine), states per second of each, bytes per visited state, the ratios against the pure-Python local engine
-of the same run and against the recorded baseline (the local engine before this benchmark's changes, from the
-issue that asked for them), and, with --levels, the time of every level. Every engine must report the same
-counts and verdicts (exit 1 if not).
+machine) and of the command alone (`cmd cpu`: without the interpreter's start and the first imports), states per
+second of each, bytes per visited state, the ratios against the pure-Python local engine of the same run and
+against `base` of the same run (by the command's CPU seconds), against the recorded baseline (the local engine
+before this benchmark's changes, from the issue that asked for them), and, with --levels, the time of every
+level. Every engine of this tree must report the same counts and verdicts (exit 1 if not); `base`, another
+release, may differ (the line says whether it does).
 
 Engines: `local` (pure Python, KCM_PURE=1), `compiled` (the same source compiled, when `ci/build_compiled.py`
 has built it), `workers2` / `workers2c` (`--workers 2`, pure / compiled), `spark1` / `spark2` (Spark local[1] /
@@ -14,6 +16,9 @@ older release, run side by side for a fair ratio). "vs local" compares CPU secon
 exploration seconds (wall) for the others.
 
     python ci/bench_explore.py [CONFIG...] [--engines local,compiled] [--base FOLDER] [--levels]
+
+An engine may be listed more than once (`base,compiled,base,compiled`): alternating runs even out the load of a
+shared machine, and `vs base` compares with the mean of the base runs made so far.
 """
 
 from __future__ import annotations
@@ -38,16 +43,21 @@ ENGINES = {"local": ["--engine", "local"], "compiled": ["--engine", "local"], "b
            "spark2": ["--engine", "spark", "--master", "local[2]"]}
 
 
+# The child process: the command's own CPU seconds (after the interpreter's start and kcm's imports) on stderr.
+CHILD = ("import sys, time; import numpy; from kcm.cli import main; start = time.process_time(); "
+         "code = main(sys.argv[1:]); print(f'\\nbench-cpu {time.process_time() - start}', file=sys.stderr); "
+         "sys.exit(code)")
+
+
 def run(config: str, engine: str, base: str | None, max_states: int | None) -> tuple[dict, float, float]:
-    """One `kcm explore` process: its JSON summary, wall seconds and CPU seconds (user + system)."""
+    """One `kcm explore` process: its JSON summary (with `cmd_cpu`), wall seconds and CPU seconds (user + system)."""
     env = dict(os.environ)
     env.pop("KCM_PURE", None)
     if engine in ("local", "base", "workers2"):
         env["KCM_PURE"] = "1"
     if engine == "base":
         env["PYTHONPATH"] = base or ""
-    cmd = [sys.executable, "-c", "import sys; from kcm.cli import main; sys.exit(main(sys.argv[1:]))",
-           "explore", "--config", config, "--quiet", "--json", *ENGINES[engine]]
+    cmd = [sys.executable, "-c", CHILD, "explore", "--config", config, "--quiet", "--json", *ENGINES[engine]]
     if engine != "base":
         cmd.append("--continue")
     if max_states is not None:
@@ -64,6 +74,8 @@ def run(config: str, engine: str, base: str | None, max_states: int | None) -> t
         summary = None
     if summary is None:
         sys.exit(f"bench_explore: {engine} on {config} failed (exit {done.returncode}):\n{done.stderr[-4000:]}")
+    mark = done.stderr.rsplit("bench-cpu ", 1)
+    summary["cmd_cpu"] = float(mark[1].split()[0]) if len(mark) == 2 else cpu
     return summary, wall, cpu
 
 
@@ -93,29 +105,39 @@ def main(argv: list[str] | None = None) -> int:
     status = 0
     for config in args.configs:
         print(f"config {config}" + (f", --max-states {args.max_states}" if args.max_states else ""))
-        print(f"{'engine':9} {'states':>9} {'transitions':>11} {'explore s':>9} {'cpu s':>7} {'states/s':>9} "
-              f"{'states/cpu s':>12} {'B/state':>7} {'vs local':>14} {'vs baseline':>11}")
+        print(f"{'engine':9} {'states':>9} {'transitions':>11} {'explore s':>9} {'cpu s':>7} {'cmd cpu':>7} "
+              f"{'states/s':>9} {'states/cmd cpu s':>16} {'B/state':>7} {'vs local':>9} {'vs base':>8} "
+              f"{'vs baseline':>11}")
         results = {}
         for engine in engines:
             summary, wall, cpu = run(config, engine, args.base, args.max_states)
-            results[engine] = (summary, wall, cpu)
-            ref = results.get("local", results[engines[0]])
+            results.setdefault(engine, []).append((summary, wall, cpu))
+            ref = results.get("local", results[engines[0]])[0]
             parallel = engine.startswith(("workers", "spark"))
+            mine = summary["cmd_cpu"]
             vs_local = ((ref[0]["seconds"] / summary["seconds"] if summary["seconds"] else 0.0) if parallel
-                        else (ref[2] / cpu if cpu else 0.0))
+                        else (ref[0]["cmd_cpu"] / mine if mine else 0.0))
+            # Against the mean of the base runs so far (an engine may be listed twice, for alternating runs).
+            base_cpu = [r[0]["cmd_cpu"] for r in results.get("base", [])]
+            vs_base = "-" if not base_cpu or parallel or not mine else f"{sum(base_cpu) / len(base_cpu) / mine:.2f}x"
             rate = summary["distinct_states"] / summary["seconds"] if summary["seconds"] else 0.0
             base = BASELINE.get(config)
-            vs_base = (f"{rate / (base[0] / base[1]):.2f}x" if base and summary["distinct_states"] == base[0]
-                       else "-")
+            vs_baseline = (f"{rate / (base[0] / base[1]):.2f}x" if base and summary["distinct_states"] == base[0]
+                           else "-")
             print(f"{engine:9} {summary['distinct_states']:>9,} {summary['transitions']:>11,} "
-                  f"{summary['seconds']:>9.1f} {cpu:>7.1f} {rate:>9,.0f} {summary['distinct_states'] / cpu:>12,.0f} "
-                  f"{summary['bytes_per_state']:>7} {vs_local:>13.2f}x {vs_base:>11}", flush=True)
+                  f"{summary['seconds']:>9.1f} {cpu:>7.1f} {mine:>7.1f} {rate:>9,.0f} "
+                  f"{summary['distinct_states'] / mine if mine else 0.0:>16,.0f} {summary['bytes_per_state']:>7} "
+                  f"{vs_local:>8.2f}x {vs_base:>8} {vs_baseline:>11}", flush=True)
             if args.levels and summary.get("levels"):
                 print("  levels (states, s): " + ", ".join(f"{n}:{t:.2f}" for n, t in summary["levels"]))
-        first = results[engines[0]][0]
-        same = all({k: s[k] for k in SAME} == {k: first[k] for k in SAME} for s, _, _ in results.values())
-        print("  same counts, depth and verdicts on every engine:", "yes" if same else "NO")
-        status |= 0 if same else 1
+        runs = [r[0] for engine, rs in results.items() if engine != "base" for r in rs]
+        if runs:
+            same = all({k: s[k] for k in SAME} == {k: runs[0][k] for k in SAME} for s in runs)
+            print("  same counts, depth and verdicts on every engine of this tree:", "yes" if same else "NO")
+            status |= 0 if same else 1
+            if "base" in results:
+                base_same = all({k: r[0][k] for k in SAME} == {k: runs[0][k] for k in SAME} for r in results["base"])
+                print("  base (another release) gives the same counts and verdicts:", "yes" if base_same else "no")
     return status
 
 

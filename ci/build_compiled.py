@@ -1,4 +1,4 @@
-"""Build the optional compiled form of kcm's model, reference and property modules with Cython.
+"""Build the optional compiled form of kcm's model, reference, property and explorer modules with Cython.
 
 Compiles each source file as it is (no second copy of any rule) into build/compiled/ and writes a manifest of
 the sources' SHA-256, which `kcm.compiled` checks at import: an edited module falls back to its source. Left
@@ -32,14 +32,15 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:
         print("build_compiled: Cython is not installed (pip install cython)", file=sys.stderr)
         return 1
-    from kcm.compiled import BUILD, MANIFEST, PACKAGES, digest
+    from kcm.compiled import BUILD, MANIFEST, PACKAGES, digest, source_of
 
     sources = {}
     for package, folder in PACKAGES.items():
         for path in sorted((ROOT / folder).glob("*.py")):
             rel = f"{folder}/{path.name}"
-            if path.name != "__init__.py" and rel not in EXCLUDED:
-                sources[f"{package}.{path.stem}"] = path
+            name = f"{package}.{path.stem}"
+            if path.name != "__init__.py" and rel not in EXCLUDED and source_of(name) is not None:
+                sources[name] = path
     hashes = {name: digest(path) for name, path in sources.items()}  # of the sources as they are compiled
     work = ROOT / "build" / "compiled-work"
     exts = [Extension(name, [str(path.relative_to(ROOT))]) for name, path in sources.items()]

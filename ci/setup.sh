@@ -14,10 +14,24 @@ if ! .venv/bin/python -c "import kcm, kcm.model, pyspark, z3, numpy, pyarrow, pa
   .venv/bin/python -m pip install --quiet -e '.[all,dev]'
   touch .venv/.kcm-installed
 fi
-if [ "${KCM_COMPILED:-0}" = 1 ]; then
-  # The optional compiled build (kcm/compiled.py): the same sources compiled by Cython, used while unchanged.
-  .venv/bin/python -c "import Cython" 2>/dev/null || .venv/bin/python -m pip install --quiet -e '.[all,dev,compiled]'
-  .venv/bin/python ci/build_compiled.py
+# The compiled build (kcm/compiled.py): the same sources compiled by Cython, used while unchanged. Built by default
+# where a C compiler and Python's headers are there (the pure source is used otherwise, and always with
+# KCM_PURE=1); KCM_COMPILED=1 insists (a failure stops the set-up), KCM_COMPILED=0 skips it.
+compiled=${KCM_COMPILED:-auto}
+[ "${KCM_PURE:-0}" = 1 ] && compiled=0
+if [ "$compiled" = auto ] && { ! command -v "${CC:-cc}" >/dev/null 2>&1 || ! .venv/bin/python -c \
+     "import os, sys, sysconfig; sys.exit(not os.path.isfile(os.path.join(sysconfig.get_paths()['include'], 'Python.h')))"; }; then
+  compiled=0
+fi
+if [ "$compiled" != 0 ]; then
+  if [ "$compiled" = 1 ]; then
+    .venv/bin/python -c "import Cython" 2>/dev/null || .venv/bin/python -m pip install --quiet -e '.[all,dev,compiled]'
+    .venv/bin/python ci/build_compiled.py
+  elif ! { .venv/bin/python -c "import Cython" 2>/dev/null \
+           || .venv/bin/python -m pip install --quiet -e '.[all,dev,compiled]' >/dev/null 2>&1; } \
+       || ! .venv/bin/python ci/build_compiled.py 2>/dev/null; then
+    : # no Cython to be had, or the compiler failed: the pure source is used
+  fi
 fi
 missing=()
 command -v dot >/dev/null 2>&1 || missing+=(graphviz)

@@ -1,4 +1,4 @@
-"""The optional compiled build: the same model, reference and property modules compiled by Cython, used when built.
+"""The optional compiled build: the same model, reference, property and explorer modules compiled by Cython.
 
 `ci/build_compiled.py` (run by `KCM_COMPILED=1 bash ci/setup.sh`) compiles the source files themselves (no
 second copy of any rule) into `build/compiled/` of a source checkout, with a manifest of each source file's
@@ -22,15 +22,21 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent  # the source checkout (an editable install) or site-packages
 BUILD = ROOT / "build" / "compiled"
 MANIFEST = BUILD / "manifest.json"
-# Import name -> source file of every package kcm maps from a folder of the checkout (pyproject's package-dir).
-PACKAGES = {"kcm.model": "model", "kcm.reference": "reference", "kcm.properties": "properties"}
+# Import name -> folder of the checkout (pyproject's package-dir) of every package the build compiles.
+PACKAGES = {"kcm.model": "model", "kcm.reference": "reference", "kcm.properties": "properties",
+            "kcm.checkers": "checkers"}
+# Packages compiled only in part: of checkers/, the explorers' hot path (the level loop, the bounded system, the
+# checks and the visited set); the rest is I/O, Spark, Z3 and test tooling, where compiling gains nothing.
+ONLY = {"kcm.checkers": ("bfs", "bounded", "verdicts", "visited")}
 
 
 def source_of(module: str) -> Path | None:
-    """The source file of a module of PACKAGES, or None."""
+    """The source file of a module the build may compile (of PACKAGES, and of ONLY where a package is listed)."""
     package, _, name = module.rpartition(".")
     folder = PACKAGES.get(package)
-    return None if folder is None else ROOT / folder / f"{name}.py"
+    if folder is None or (package in ONLY and name not in ONLY[package]):
+        return None
+    return ROOT / folder / f"{name}.py"
 
 
 def digest(path: Path) -> str:

@@ -14,8 +14,10 @@ from kcm.model.effects import Effects, LeaderAndIsrRequest
 from kcm.model.fmap import get
 from kcm.model.interface import ALWAYS, SOMETIMES, SOMETIMES_STEP, STEP, Property, find, named
 from kcm.model.states import PartitionState, ReplicaState
+from kcm.properties.reads import reads
 
 
+@reads("zk.assignments", "zk.partitions")
 def leader_in_isr_in_ar(model: Any, state: Cluster) -> bool:
     """Every partition znode has no leader, or a leader in its ISR; its ISR is a subset of its AR.
 
@@ -33,6 +35,7 @@ def leader_in_isr_in_ar(model: Any, state: Cluster) -> bool:
     return True
 
 
+@reads("ghost.elected", "zk.partitions")
 def elected_leaders_are_recorded(model: Any, state: Cluster) -> bool:
     """The leader in every partition znode is the one elected for that leader epoch."""
     elected = dict(state.ghost.elected)
@@ -42,6 +45,7 @@ def elected_leaders_are_recorded(model: Any, state: Cluster) -> bool:
     return True
 
 
+@reads("replicas", "brokers")
 def live_leaders_agree_on_epochs(model: Any, state: Cluster) -> bool:
     """No two live brokers act as leader of one partition in the same leader epoch."""
     seen: dict[tuple, int] = {}
@@ -107,11 +111,13 @@ def brokers_refuse_stale_epochs(model: Any, before: Cluster, action: Any, after:
     return True
 
 
+@reads("brokers", "zk.controller_epoch")
 def no_broker_ahead_of_zookeeper(model: Any, state: Cluster) -> bool:
     """No broker has accepted a controller epoch that /controller_epoch never reached."""
     return all(b.controller_epoch <= state.zk.controller_epoch for _, b in state.brokers)
 
 
+@reads("zk.assignments", "ctx.reassignments")
 def reassignment_ar_is_union(model: Any, state: Cluster) -> bool:
     """During a reassignment AR = RAR followed by OAR - RAR (the seeds' OAR + RAR, contract rule 8)."""
     assignments = dict(state.zk.assignments)
@@ -167,6 +173,7 @@ def moves_follow_the_table(model: Any, before: Cluster, action: Any, after: Clus
     return True
 
 
+@reads("ctx.topics_to_delete", "ctx.replica_states")
 def deletion_states_only_while_deleting(model: Any, state: Cluster) -> bool:
     """Only replicas of topics queued for deletion rest in ReplicaDeletionStarted/Successful/Ineligible.
 
@@ -179,6 +186,7 @@ def deletion_states_only_while_deleting(model: Any, state: Cluster) -> bool:
                for (topic, _p, _b), s in state.ctx.replica_states)
 
 
+@reads("zk.assignments", "ctx.topics_to_delete", "ctx.controller_id", "ctx.partition_states", "ctx.replica_states")
 def deleted_topics_leave_nothing(model: Any, state: Cluster) -> bool:
     """A topic that is neither in ZooKeeper nor queued for deletion has no partition or replica state left."""
     live = {tp[0] for tp, _ in state.zk.assignments} | set(state.ctx.topics_to_delete)
@@ -228,6 +236,7 @@ def zk_writes_fenced(model: Any, before: Cluster, action: Any, after: Cluster, e
     return True
 
 
+@reads("ctx.controller_id", "zk.partitions", "ctx.leadership")
 def controller_cache_matches_zk(model: Any, state: Cluster) -> bool:
     """The active controller's cached leader and ISR of every partition are what ZooKeeper holds."""
     if state.ctx.controller_id < 0:
@@ -259,6 +268,7 @@ def replicas_act_on_znode(state: Cluster, judged: Any, wait_for_inflight: bool =
     return True
 
 
+@reads("brokers", "replicas", "inflight", "zk.delete_topics", "zk.partitions")
 def liveness_view(model: Any, state: Cluster) -> bool:
     """Every live broker in a partition's ISR acts on the znode's leader and leader epoch.
 
@@ -269,6 +279,7 @@ def liveness_view(model: Any, state: Cluster) -> bool:
     return replicas_act_on_znode(state, lambda tp, lai: lai.isr)
 
 
+@reads("brokers", "replicas", "inflight", "zk.delete_topics", "zk.partitions", "zk.assignments")
 def replicas_follow_zk(model: Any, state: Cluster) -> bool:
     """Every live replica of a partition with a leader acts on the znode's leader and leader epoch.
 
@@ -279,6 +290,7 @@ def replicas_follow_zk(model: Any, state: Cluster) -> bool:
     return replicas_act_on_znode(state, lambda tp, lai: assignments.get(tp, ()))
 
 
+@reads("brokers", "zk.controller", "ctx.controller_id")
 def controller_active(model: Any, state: Cluster) -> bool:
     """While any broker is live, the owner of /controller is a live broker acting as the active controller."""
     live = {b for b, s in state.brokers if s.alive}
@@ -304,6 +316,7 @@ def reassignment_ends_complete(model: Any, before: Cluster, action: Any, after: 
     return True
 
 
+@reads("ctx.controller_id", "zk.assignments", "zk.reassign_partitions", "ctx.reassignments")
 def reassignments_tracked(model: Any, state: Cluster) -> bool:
     """With a controller active, /admin/reassign_partitions holds exactly the reassignments it is carrying out."""
     if state.ctx.controller_id < 0:
@@ -313,6 +326,7 @@ def reassignments_tracked(model: Any, state: Cluster) -> bool:
     return pending == {tp for tp, _ in state.ctx.reassignments}
 
 
+@reads("ctx.controller_id", "brokers", "ctx.reassignments", "ctx.topics_to_delete", "ctx.assignments")
 def deletion_progresses(model: Any, state: Cluster) -> bool:
     """With a controller active, a topic stays queued for deletion only while a replica's broker is down
     (or one of its partitions is being reassigned): otherwise its deletion has finished."""
@@ -329,16 +343,19 @@ def deletion_progresses(model: Any, state: Cluster) -> bool:
 
 # -- reachability: a model that never reaches these is broken ---------------------------------
 
+@reads("zk.partitions")
 def some_leader_moved(model: Any, state: Cluster) -> bool:
     """Some partition has had a second leader epoch."""
     return any(lai.leader_epoch > 0 for _, lai in state.zk.partitions)
 
 
+@reads("ctx.partition_states")
 def some_partition_offline(model: Any, state: Cluster) -> bool:
     """Some partition is OfflinePartition."""
     return any(s == PartitionState.OFFLINE for _, s in state.ctx.partition_states)
 
 
+@reads("zk.controller_epoch")
 def some_controller_failover(model: Any, state: Cluster) -> bool:
     """A second controller has been elected."""
     return state.zk.controller_epoch > 1

@@ -14,6 +14,7 @@ from kcm.model.cluster import Cluster
 from kcm.model.effects import Effects
 from kcm.model.interface import ALWAYS, SOMETIMES, STEP, Property, find, named
 from kcm.model.logs import epoch_start_offset, leader_log
+from kcm.properties.reads import reads
 
 
 def _missing(state: Cluster, records: Any) -> list[tuple]:
@@ -27,11 +28,13 @@ def _missing(state: Cluster, records: Any) -> list[tuple]:
     return out
 
 
+@reads("ghost.acked", "zk.partitions", "replicas", "brokers")
 def acked_records_survive(model: Any, state: Cluster) -> bool:
     """Every record acknowledged with acks=all is in the log of every later leader."""
     return not _missing(state, state.ghost.acked)
 
 
+@reads("ghost.consumed", "zk.partitions", "replicas", "brokers")
 def consumed_records_survive(model: Any, state: Cluster) -> bool:
     """A consumer never reads a record that is later lost."""
     return not _missing(state, state.ghost.consumed)
@@ -53,6 +56,7 @@ def divergent_replicas(state: Cluster) -> list[tuple]:
     return out
 
 
+@reads("replicas")
 def logs_agree_below_hw(model: Any, state: Cluster) -> bool:
     """Replicas' logs agree below their high watermarks (no divergence of committed data)."""
     return not divergent_replicas(state)
@@ -99,11 +103,13 @@ def isr_joins_reach_epoch_start(model: Any, before: Cluster, action: Any, after:
     return True
 
 
+@reads("ghost.acked")
 def some_record_acked(model: Any, state: Cluster) -> bool:
     """Some acks=all record is acknowledged (the HW passed it)."""
     return bool(state.ghost.acked)
 
 
+@reads("ghost.consumed")
 def some_record_consumed(model: Any, state: Cluster) -> bool:
     """Some consumer read a committed record."""
     return bool(state.ghost.consumed)

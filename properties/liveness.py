@@ -15,6 +15,7 @@ from kcm.model.cluster import Cluster
 from kcm.model.interface import EVENTUALLY, Property, named
 from kcm.model.logs import leader_log
 from kcm.properties.controller import replicas_act_on_znode
+from kcm.properties.reads import reads
 
 
 def _up(state: Cluster) -> set[int]:
@@ -22,6 +23,7 @@ def _up(state: Cluster) -> set[int]:
     return {b for b, s in state.brokers if s.alive and not s.shutting_down}
 
 
+@reads("brokers", "zk.partitions", "ctx.reassignments")
 def reassignments_finish(model: Any, state: Cluster) -> bool:
     """Every reassignment in flight finishes, unless a broker of its target is down or the partition has no leader."""
     up = _up(state)
@@ -29,6 +31,7 @@ def reassignments_finish(model: Any, state: Cluster) -> bool:
     return all(tp not in led or not set(r.target) <= up for tp, r in state.ctx.reassignments)
 
 
+@reads("brokers", "ctx.assignments", "ctx.topics_to_delete")
 def deletions_finish(model: Any, state: Cluster) -> bool:
     """Every topic queued for deletion is deleted, unless a broker holding one of its replicas is down."""
     up = _up(state)
@@ -36,11 +39,13 @@ def deletions_finish(model: Any, state: Cluster) -> bool:
                for topic in state.ctx.topics_to_delete)
 
 
+@reads("ghost.pending", "zk.partitions", "replicas", "brokers")
 def produces_resolve(model: Any, state: Cluster) -> bool:
     """Every acks=all produce is acknowledged or fails, unless its partition has no acting leader."""
     return all(leader_log(state, tp) is None for tp, _ in state.ghost.pending)
 
 
+@reads("brokers", "replicas", "zk.delete_topics", "zk.partitions")
 def replicas_learn_leaders(model: Any, state: Cluster) -> bool:
     """Every live ISR member of a partition with a leader acts on the znode's leader and leader epoch (topics being
     deleted aside): the controller's requests reach it in the end."""

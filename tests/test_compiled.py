@@ -41,7 +41,8 @@ def test_the_compiled_build_explores_exactly_as_the_source():
     pure = _probe(True, "tiny", "unclean", "bugs/KAFKA-2729")
     fast = _probe(False, "tiny", "unclean", "bugs/KAFKA-2729")
     assert pure["compiled"] == []
-    assert "kcm.reference.api" in fast["compiled"] and "kcm.model.txn" in fast["compiled"]
+    assert {"kcm.reference.api", "kcm.model.txn", "kcm.checkers.bfs", "kcm.checkers.bounded",
+            "kcm.properties.reads"} <= set(fast["compiled"])
     assert fast["runs"] == pure["runs"]
 
 
@@ -54,4 +55,6 @@ def test_a_module_edited_since_the_build_or_missing_its_binary_loads_from_source
                                                           "binary": "no-such-binary.so"}})
     assert missing.find_spec("kcm.model.txn") is None
     assert stale.find_spec("kcm.checkers.bfs") is None  # only the modules the build lists are ever redirected
-    assert compiled.source_of("kcm.checkers.bfs") is None
+    assert compiled.source_of("kcm.checkers.bfs") is not None  # the explorers' hot path is compiled
+    assert compiled.source_of("kcm.checkers.spark_bfs") is None  # the rest of checkers/ is not
+    assert compiled.source_of("kcm.cli") is None

@@ -13,6 +13,7 @@ cuts a path short.
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -24,6 +25,8 @@ from kcm.model.states import PartitionState as P
 from kcm.model.states import ReplicaState as R
 
 ROOT = Path(__file__).resolve().parents[1]
+# CrossHair executes Python source symbolically: the model's compiled form (kcm/compiled.py) would hide it.
+PURE = dict(os.environ, KCM_PURE="1")
 TARGETS = ["model/transitions.py", "checkers/table_contracts.py"]
 # Iterations without progress before CrossHair stops: the planted move is found from about 30 on (measured), so the
 # planted search runs 100; the sweep of the whole model runs 50 on every condition.
@@ -72,7 +75,8 @@ def test_deleting_a_live_replica_breaks_a_law(monkeypatch):
 @needs_crosshair
 @pytest.mark.slow
 def test_crosshair_finds_no_counterexample():
-    proc = subprocess.run([sys.executable, *CHECK, *TARGETS], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run([sys.executable, *CHECK, *TARGETS], cwd=ROOT, capture_output=True, text=True, timeout=600,
+                          env=PURE)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.strip() == ""
 
@@ -81,6 +85,6 @@ def test_crosshair_finds_no_counterexample():
 @pytest.mark.slow
 def test_crosshair_finds_the_planted_move():
     proc = subprocess.run([sys.executable, "-c", PLANTED, f"--max_uninteresting_iterations={PLANTED_ITERATIONS}",
-                           *BOUND], cwd=ROOT, capture_output=True, text=True, timeout=600)
+                           *BOUND], cwd=ROOT, capture_output=True, text=True, timeout=600, env=PURE)
     assert proc.returncode != 0
     assert "partition_move_allowed" in proc.stdout and "'OnlinePartition', 'NewPartition'" in proc.stdout
