@@ -181,6 +181,7 @@ def preferred_election_is_idle(state: Cluster) -> bool:
 
 _PART_NAMES = Cluster._fields
 _INFLIGHT = _PART_NAMES.index("inflight")
+_APPLIED_MEMO = 1 << 16  # entries of BoundedSystem._applied before it starts afresh
 
 
 class BoundedSystem(ModelBase):
@@ -198,6 +199,7 @@ class BoundedSystem(ModelBase):
             zombie_controller="zombie_controller" in cfg.get("families", ()))
         self.families = set(cfg.get("families", []))
         self._fold_ignored = "ignored_requests" in cfg.get("reductions", ())
+        self._applied: dict[tuple, tuple] = {}  # deliveries seen to change more than their queue (deliver_ignored)
         # Only a leader's own ISR writes add zkVersions without a new leader epoch (see kcm.model.canonical).
         self._leader_isr_writes = "data_plane" in self.families
         self.part_fingerprints = PartFingerprints(len(Cluster._fields))  # memo of `fingerprint`
@@ -362,20 +364,31 @@ class BoundedSystem(ModelBase):
         so the result does not depend on the order. `done` collects the deliveries made.
         """
         config = self.config
+        applied = self._applied
         while True:
+            rest = state[:_INFLIGHT] + state[_INFLIGHT + 1:]
             for (broker, epoch), queue in state.inflight:
                 if not queue:
+                    continue
+                # A delivery from a queue reads that queue and every part of the state but the other queues; one
+                # seen to change something, from these very objects, is not run again (most heads are not ignored).
+                key = (id(queue), *map(id, rest))
+                seen = applied.get(key)
+                if seen is not None and seen[0] is queue and all(a is b for a, b in zip(seen[1], rest, strict=True)):
                     continue
                 action = A.Deliver(broker, epoch)
                 try:
                     nxt, _ = api.step(config, state, action)
                 except KcmError:
                     continue
-                if all(a is b or a == b for i, (a, b) in enumerate(zip(nxt, state, strict=True)) if i != _INFLIGHT):
+                if all(a is b or a == b for a, b in zip(nxt[:_INFLIGHT] + nxt[_INFLIGHT + 1:], rest, strict=True)):
                     state = nxt
                     if done is not None:
                         done.append(action)
                     break
+                if len(applied) >= _APPLIED_MEMO:
+                    applied.clear()
+                applied[key] = (queue, rest)  # the objects are kept, so their ids stay theirs
             else:
                 return state
 
