@@ -184,6 +184,14 @@ _INFLIGHT = _PART_NAMES.index("inflight")
 _APPLIED_MEMO = 1 << 16  # entries of BoundedSystem._applied before it starts afresh
 
 
+class _AppliedDeliveries(dict):
+    """BoundedSystem's memo of deliveries seen to change more than their queue; travels empty (pickled for Spark)."""
+
+    def __reduce__(self) -> tuple[type, tuple]:
+        """An empty memo: it holds states, and each process fills its own."""
+        return (type(self), ())
+
+
 class BoundedSystem(ModelBase):
     """The Model of one bounded configuration (see the module docstring)."""
 
@@ -199,7 +207,7 @@ class BoundedSystem(ModelBase):
             zombie_controller="zombie_controller" in cfg.get("families", ()))
         self.families = set(cfg.get("families", []))
         self._fold_ignored = "ignored_requests" in cfg.get("reductions", ())
-        self._applied: dict[tuple, tuple] = {}  # deliveries seen to change more than their queue (deliver_ignored)
+        self._applied = _AppliedDeliveries()  # deliveries seen to change more than their queue (deliver_ignored)
         # Only a leader's own ISR writes add zkVersions without a new leader epoch (see kcm.model.canonical).
         self._leader_isr_writes = "data_plane" in self.families
         self.part_fingerprints = PartFingerprints(len(Cluster._fields))  # memo of `fingerprint`
