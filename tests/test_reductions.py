@@ -11,12 +11,21 @@ reference's own steps, replays through `kcm run`.
 from __future__ import annotations
 
 import copy
+import json
 import random
+from pathlib import Path
 from typing import Any
 
 import pytest
 from kcm.checkers import bfs
-from kcm.checkers.bounded import JUDGES_IGNORED_DELIVERIES, BadConfig, BoundedSystem, all_properties, load_config
+from kcm.checkers.bounded import (
+    JUDGES_IGNORED_DELIVERIES,
+    REDUCTIONS,
+    BadConfig,
+    BoundedSystem,
+    all_properties,
+    load_config,
+)
 from kcm.checkers.scenario import run
 from kcm.checkers.verdicts import indexed_successors, state_checks, step_checks
 from kcm.model import actions as A
@@ -171,3 +180,9 @@ def test_the_stale_request_goal_is_left_out_of_a_reduced_config() -> None:
     assert "SomeStaleRequestRefused" not in names
     assert "SomeStaleRequestRefused" in {p.name for p in BoundedSystem(SESSION_EXPIRY).properties()}
     assert names == {p.name for p in BoundedSystem(SESSION_EXPIRY).properties()} - {"SomeStaleRequestRefused"}
+
+
+def test_the_config_schema_lists_the_reductions_the_explorer_knows() -> None:
+    """specs/config.schema.json enumerates exactly bounded.REDUCTIONS."""
+    schema = json.loads((Path(__file__).resolve().parent.parent / "specs" / "config.schema.json").read_text())
+    assert schema["properties"]["reductions"]["items"]["enum"] == list(REDUCTIONS)
