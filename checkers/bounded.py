@@ -47,6 +47,12 @@ REACHED_ONLY_WITH = {
 FAIR_ACTIONS = (A.Replicate, A.Deliver, A.IsrShrink)
 # The only steps in which a partition leader writes its own view of the znode (`dataplane._write_isr`).
 LEADER_ISR_WRITES = (A.Replicate, A.IsrShrink)
+# Sound reductions a config may ask for (`reductions`; argued in docs/exploration.md). "ignored_requests": a request
+# at the head of a queue whose delivery would change nothing but that queue is delivered at once, inside the step.
+REDUCTIONS = ("ignored_requests",)
+# The one property that judges such a delivery itself (a broker refusing a stale request): the reduction folds
+# those deliveries into the step before, so it cannot be judged under it.
+JUDGES_IGNORED_DELIVERIES = ("SomeStaleRequestRefused",)
 _BOUNDS = {"max_failures": 1, "max_restarts": 1, "max_controller_epoch": 2, "max_leader_epoch": 3, "max_records": 1,
            "reassign_targets": [], "max_inflight": 6}
 
@@ -125,6 +131,19 @@ def validate_config(cfg: Any) -> None:
     for i, name in enumerate(cfg.get("properties", [])):
         if name not in names:
             raise BadConfig(f"$.properties[{i}]: unknown property {strictjson.cut(name)}")
+    if "ignored_requests" in cfg.get("reductions", ()):
+        # The soundness argument (docs/exploration.md) rests on requests waiting in queues and on the model's own
+        # fencing rules: a request ignored now stays ignored. A variant switch may relax those rules.
+        if cfg.get("delivery", "sync") != "async":
+            raise BadConfig("$.reductions: ignored_requests needs \"delivery\": \"async\" (no request waits otherwise)")
+        if cfg.get("variants"):
+            raise BadConfig("$.reductions: ignored_requests is argued for the model's own fencing rules; a config "
+                            "with variant switches cannot use it")
+        for i, name in enumerate(cfg.get("properties", [])):
+            kind = next(p.expectation for p in all_properties() if p.name == name)
+            if kind == EVENTUALLY or name in JUDGES_IGNORED_DELIVERIES:
+                raise BadConfig(f"$.properties[{i}]: {name} cannot be judged under reductions ignored_requests "
+                                f"(it keeps the safety verdicts and the state goals only)")
 
 
 def all_properties() -> list[Property]:
@@ -150,6 +169,16 @@ def preferred_election_is_idle(config: ClusterConfig, state: Cluster) -> bool:
 
 
 _PART_NAMES = Cluster._fields
+_INFLIGHT = _PART_NAMES.index("inflight")
+_APPLIED_MEMO = 1 << 16  # entries of BoundedSystem._applied before it starts afresh
+
+
+class _AppliedDeliveries(dict):
+    """BoundedSystem's memo of deliveries seen to change more than their queue; travels empty (pickled for Spark)."""
+
+    def __reduce__(self) -> tuple[type, tuple]:
+        """An empty memo: it holds states, and each process fills its own."""
+        return (type(self), ())
 
 
 class BoundedSystem(ModelBase):
@@ -166,6 +195,8 @@ class BoundedSystem(ModelBase):
             variants=tuple(cfg.get("variants", ())), delivery=cfg.get("delivery", "sync"),
             zombie_controller="zombie_controller" in cfg.get("families", ()))
         self.families = set(cfg.get("families", []))
+        self._fold_ignored = "ignored_requests" in cfg.get("reductions", ())
+        self._applied = _AppliedDeliveries()  # deliveries seen to change more than their queue (deliver_ignored)
         # Only a leader's own ISR writes add zkVersions without a new leader epoch (see kcm.model.canonical).
         self._leader_isr_writes = "data_plane" in self.families
         self.part_fingerprints = PartFingerprints(len(Cluster._fields))  # memo of `fingerprint`
@@ -199,6 +230,8 @@ class BoundedSystem(ModelBase):
 
     def can_reach(self, name: str) -> bool:
         """Whether this configuration's families and delivery can reach the named property (always true of rules)."""
+        if self._fold_ignored and name in JUDGES_IGNORED_DELIVERIES:
+            return False
         needs = REACHED_ONLY_WITH.get(name)
         return needs is None or bool(needs & (self.families | {"delivery:" + self.config.delivery}))
 
@@ -306,12 +339,64 @@ class BoundedSystem(ModelBase):
         return api.step(self.config, state, action)
 
     def next_state(self, state: Cluster, action: Any) -> Cluster | None:
-        """The next state, or None when the action is refused or changes nothing."""
+        """The next state, or None when the action is refused or changes nothing (with ignored requests delivered
+        when the config asks for that reduction)."""
         try:
             nxt, _ = api.step(self.config, state, action)
         except KcmError:
             return None
-        return None if nxt == state else nxt
+        if nxt == state:
+            return None
+        return self.deliver_ignored(nxt) if self._fold_ignored else nxt
+
+    def deliver_ignored(self, state: Cluster, done: list[Any] | None = None) -> Cluster:
+        """The state once every request at the head of a queue that its broker would ignore has been delivered.
+
+        "Ignored" is told by the reference itself: the `deliver` step is run, and it counts only when it changes
+        nothing but that queue (a LeaderAndIsr of a leader epoch the replica already has, an UpdateMetadata of the
+        controller epoch the broker has, a request of an older controller epoch refused). Queues are independent,
+        so the result does not depend on the order. `done` collects the deliveries made.
+        """
+        config = self.config
+        applied = self._applied
+        while True:
+            rest = state[:_INFLIGHT] + state[_INFLIGHT + 1:]
+            for (broker, epoch), queue in state.inflight:
+                if not queue:
+                    continue
+                # A delivery from a queue reads that queue and every part of the state but the other queues; one
+                # seen to change something, from these very objects, is not run again (most heads are not ignored).
+                key = (id(queue), *map(id, rest))
+                seen = applied.get(key)
+                if seen is not None and seen[0] is queue and all(a is b for a, b in zip(seen[1], rest, strict=True)):
+                    continue
+                action = A.Deliver(broker, epoch)
+                try:
+                    nxt, _ = api.step(config, state, action)
+                except KcmError:
+                    continue
+                if all(a is b or a == b for a, b in zip(nxt[:_INFLIGHT] + nxt[_INFLIGHT + 1:], rest, strict=True)):
+                    state = nxt
+                    if done is not None:
+                        done.append(action)
+                    break
+                if len(applied) >= _APPLIED_MEMO:
+                    applied.clear()
+                applied[key] = (queue, rest)  # the objects are kept, so their ids stay theirs
+            else:
+                return state
+
+    def expand(self, actions: list[Any]) -> list[Any]:
+        """The reference's steps a trace stands for: with ignored_requests, each folded delivery made explicit."""
+        if not self._fold_ignored:
+            return list(actions)
+        state = self.init_states()[0]
+        out: list[Any] = []
+        for action in actions:
+            state, _ = api.step(self.config, state, action)
+            out.append(action)
+            state = self.deliver_ignored(state, out)
+        return out
 
     def successor(self, state: Cluster, action: Any) -> tuple[Cluster, Effects] | None:
         """(next state, effects) of a transition the explorer keeps; None when refused, a no-op or out of bounds.
@@ -355,6 +440,9 @@ class BoundedSystem(ModelBase):
             return UNCHANGED, None
         if not self.within_boundary(nxt, state):
             return OUTSIDE, None
+        if self._fold_ignored:
+            # The bounds were judged on the reference's own next state; the deliveries only shorten queues.
+            nxt = self.deliver_ignored(nxt)
         return NEXT, (nxt, effects)
 
     def fair(self, action: Any) -> bool:
@@ -435,4 +523,4 @@ class BoundedSystem(ModelBase):
                 "steps": [a.to_step() for a in self.topic_steps + self.settle_steps + list(actions)]}
 
 
-__all__ = ["BadConfig", "BoundedSystem", "FAMILIES", "load_config"]
+__all__ = ["BadConfig", "BoundedSystem", "FAMILIES", "REDUCTIONS", "load_config"]

@@ -39,6 +39,10 @@ VARIANTS: tuple[Variant, ...] = (
     Variant("KIP-279", "log divergence after fast leader fail-over (KAFKA-6361)",
             "0.11.0 - 1.1", "2.0.0", ("LogsAgreeBelowHw", "AckedRecordsSurvive"), "reference/truncation.py",
             {"truncation": "leader_epoch"}, {"truncation": "kip279"}),
+    Variant("KIP-320", "a fetch carries no leader epoch: a follower that missed leader changes is served by a leader "
+            "whose log changed, and takes a HW over a record that leader no longer has (KAFKA-7395)",
+            "<= 2.0", "2.1.0", ("LogsAgreeBelowHw", "AckedRecordsSurvive"), "reference/truncation.py",
+            {"truncation": "kip279"}, {"truncation": "kip320"}),
     Variant("KAFKA-7128", "a follower rejoins the ISR having caught up only to a lagging high watermark",
             "<= 2.0.0", "2.0.1", ("IsrJoinsReachEpochStart", "AckedRecordsSurvive"), "reference/dataplane.py",
             _switch("KAFKA-7128"), {}),

@@ -59,7 +59,7 @@ def check_variant(v: Variant, max_states: int | None = None) -> dict[str, Any]:
     row["seconds"] = round(time.perf_counter() - start, 2)
     row["scenario"] = None
     if broken:
-        trace = found.violations[row["property"]]
+        trace = buggy.expand(found.violations[row["property"]])  # a reduction's folded steps made explicit
         scenario = buggy.scenario(trace)
         scenario["name"] = f"{v.name}: {v.title}"
         scenario["description"] = (f"Found by `kcm bugs {v.name}`: exploring config {config_name(v)} with the bug "

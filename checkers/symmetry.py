@@ -92,6 +92,14 @@ class SymmetricModel(ModelBase):
         """The base model's next state."""
         return self.base.next_state(state, action)
 
+    def outcome(self, state: Any, action: Any) -> Any:
+        """The base model's outcome (its early stops at the bounds and any reduction it applies)."""
+        return self.base.outcome(state, action)
+
+    def successor(self, state: Any, action: Any) -> Any:
+        """The base model's kept successor."""
+        return self.base.successor(state, action)
+
     def properties(self) -> list[Any]:
         """The base model's properties."""
         return self.base.properties()
@@ -103,6 +111,10 @@ class SymmetricModel(ModelBase):
     def scenario(self, actions: list[Any]) -> dict[str, Any]:
         """The base model's `kcm run` scenario of a trace."""
         return self.base.scenario(actions)
+
+    def expand(self, actions: list[Any]) -> list[Any]:
+        """The base model's steps of a trace."""
+        return self.base.expand(actions)
 
     def fingerprint(self, state: Any) -> int:
         """The smallest fingerprint among the state's renamings: one fingerprint per orbit."""

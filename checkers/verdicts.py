@@ -66,6 +66,7 @@ class Exploration:
         """One counterexample for the summary; a lasso also says where its loop starts (0: the first step)."""
         from kcm.checkers import evidence
 
+        trace = model.expand(trace)  # the reference's own steps (a reduction may fold some into one)
         scenario = model.scenario(trace)
         setup = len(scenario["steps"]) - len(trace)
         loop = self.loops.get(name)

@@ -132,6 +132,10 @@ class ModelBase:
         kind, found = self.outcome(state, action)
         return found if kind == NEXT else None
 
+    def expand(self, actions: list[Any]) -> list[Any]:
+        """The steps of `step` that a trace of `next_state` stands for (the same list unless the model folds steps)."""
+        return list(actions)
+
     def fair(self, action: Any) -> bool:
         """Whether weak fairness applies to the action (by default none does: no EVENTUALLY property can hold)."""
         return False
