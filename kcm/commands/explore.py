@@ -50,7 +50,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--symmetry", action="store_true", help="reduce by the config's interchangeable brokers")
     p.add_argument("--symmetry-compare", action="store_true",
                    help="with --symmetry, also run unreduced and report both counts")
-    p.add_argument("--checkpoint", metavar="FILE", help="write a checkpoint to FILE at level (spark: round) boundaries")
+    p.add_argument("--checkpoint", metavar="FILE",
+                   help="write a checkpoint to FILE at level boundaries (one format: any engine resumes any other's)")
     p.add_argument("--checkpoint-every", metavar="SECONDS", type=flags.seconds(0, flags.MAX_SECONDS), default=60.0,
                    help="at most one checkpoint per this many seconds (default 60; 0: at every level)")
     p.add_argument("--resume", metavar="FILE", help="continue the run saved in this checkpoint (same config)")
@@ -79,13 +80,13 @@ def main(args: argparse.Namespace) -> int:
     if args.workers < 1 or args.workers > 256 or args.workers > 1 and (args.engine != "local" or args.walks):
         print("kcm explore: --workers takes 1 to 256, with the local engine's exhaustive search", file=sys.stderr)
         return 2
-    if args.engine == "spark" and (args.checkpoint is not None or args.resume is not None):
-        print("kcm explore: --checkpoint and --resume are for the local engine", file=sys.stderr)
+    if args.walks is not None and (args.checkpoint is not None or args.resume is not None):
+        print("kcm explore: --checkpoint and --resume are for the exhaustive search, not --walks", file=sys.stderr)
         return 2
     identity = checkpoint.config_identity(model.cfg, "symmetry" if explored is not model else "none")
     resume = None
     try:
-        checkpointer = (Checkpointer(args.checkpoint, args.checkpoint_every, identity)
+        checkpointer = (Checkpointer(args.checkpoint, args.checkpoint_every, identity, engine=args.engine)
                         if args.checkpoint is not None else None)
         if args.resume is not None:
             resume = checkpoint.load(args.resume, identity)
