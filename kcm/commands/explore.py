@@ -29,6 +29,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "spark-submit's --driver-memory)")
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                    help="spark engine: a Spark setting passed through (repeatable), as spark-submit's --conf")
+    p.add_argument("--driver-below", type=flags.count(0, flags.MAX_STATES), metavar="N",
+                   help="spark engine: levels of at most N states are expanded in the driver, without Spark's job "
+                        "latency (default 2000; 0: every level on Spark); the same counts and counterexamples")
     p.add_argument("--spark-log", action="store_true",
                    help="spark engine: Spark's own logging (start-up lines, warnings) instead of errors only")
     p.add_argument("--workers", type=flags.count(1, 256), default=1, metavar="N",
@@ -242,8 +245,9 @@ def _spark(args: argparse.Namespace, explored: Any, checkpointer: Checkpointer |
     try:
         if args.walks is not None:
             return spark_walk.walk(explored, spark, args.walks, args.depth, args.seed, progress=walk_progress)
+        below = spark_bfs.HOST_BELOW if args.driver_below is None else args.driver_below
         return spark_bfs.explore(explored, spark, args.max_states, progress, checkpoint=checkpointer, resume=resume,
-                                 stop_at=stop_at)
+                                 stop_at=stop_at, host_below=below)
     except (OSError, BadCheckpoint) as err:
         print(f"kcm explore: {err}", file=sys.stderr)
         return 2
