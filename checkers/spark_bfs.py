@@ -52,6 +52,8 @@ COMPACT_EVERY = 4  # levels whose parent links stay views of the levels' own blo
 # Levels of at most this many states run in the driver: a Spark level costs about 0.3 s of job latency however
 # small it is, and the driver expands about 3,000 states per second (see docs/spark-scale-out.md).
 HOST_BELOW = 2000
+WARM_UP = "kcm-warm-up"  # the job group of the job that starts the Python workers early
+WARM_LEVEL = -(1 << 40)  # the level number of its summaries, which nothing reads
 
 
 def to_long(fp: int) -> int:
@@ -209,6 +211,7 @@ class _Search:
         self.recent: list[Any] = []  # the newest levels' own blocks (states included) until compacted
         self.host: list[tuple[int, int, int]] = []  # (fp, parent, aidx) rows visited in the driver, not in the JVM
         self.seen: set[int] | None = None  # every visited fp, while levels run in the driver
+        self.warming: Any = None  # the warm-up job's thread while it runs
 
     # -- the JVM's side --------------------------------------------------------------------------------------
 
@@ -231,13 +234,13 @@ class _Search:
         """The JVM's part of the visited set as one DataFrame (None while it holds nothing)."""
         return _union(self.pieces + self.recent) if self.pieces or self.recent else None
 
-    def spark_level(self, frontier: Any, level: int) -> Any:
+    def spark_level(self, frontier: Any, level: int, visited: Any | None = None) -> Any:
         """Level `level` expanded on Spark: its new states (deduplicated, not in the visited set), computed."""
         from pyspark.sql import functions as F
 
         best = (self.expand(frontier, level)
                 .groupBy("fp").agg(F.min(F.struct("pkey", "aidx", "parent", "state")).alias("m")))
-        visited = self.visited()
+        visited = self.visited() if visited is None else visited
         if visited is not None:
             best = best.join(visited, "fp", "left_anti")
         return self.checkpointed(best.select("fp", "m.pkey", "m.aidx", "m.parent", "m.state"))
@@ -251,6 +254,38 @@ class _Search:
             for df in self.recent:
                 self.release(df)
             self.recent = [newest]
+
+    def warm_up(self, frontier: list[tuple]) -> None:
+        """Start the Python workers and compile a level's plans in the background while the driver runs levels.
+
+        A first Spark level otherwise pays some seconds for both; here they overlap the driver's own levels. The
+        job expands the first initial state under a level number no summary is read for, and is cancelled if
+        the search ends before it does.
+        """
+        from pyspark import InheritableThread
+
+        sc = self.spark.sparkContext
+
+        def job() -> None:
+            try:
+                sc.setJobGroup(WARM_UP, "kcm: Python workers started ahead of the first Spark level", True)
+                one = list(zip(*frontier[:1], strict=True))
+                tiny = self._frame(one, FRONTIER)
+                self.release(self.spark_level(tiny, WARM_LEVEL, tiny.select("fp", "parent", "aidx")))
+            except Exception:  # noqa: BLE001 - cancelled, or the first real level will report what failed
+                pass
+
+        self.warming = InheritableThread(target=job, daemon=True)
+        self.warming.start()
+
+    def warmed(self, cancel: bool = False) -> None:
+        """Wait for the warm-up job to end (cancelling it first if `cancel`)."""
+        if self.warming is None:
+            return
+        if cancel:
+            self.spark.sparkContext.cancelJobGroup(WARM_UP)
+        self.warming.join()
+        self.warming = None
 
     # -- the driver's side -----------------------------------------------------------------------------------
 
@@ -305,6 +340,7 @@ class _Search:
 
     def to_jvm(self, frontier: list[tuple]) -> Any:
         """Hand the driver's rows and its frontier to the JVM: the levels from here on run on Spark."""
+        self.warmed()
         if self.host:
             self.pieces.append(self.checkpointed(self._frame(list(zip(*self.host, strict=True)), VISITED)))
         self.host, self.seen = [], None
@@ -466,6 +502,8 @@ def explore(model: Any, spark: Any, max_states: int | None = None, progress: Pro
         depth, sizes, spent = 0, [len(frontier)], 0.0
     else:
         frontier, depth, sizes, spent = run.resumed(resume)
+    if host_below and len(frontier) <= host_below:
+        run.warm_up(frontier)
     width = len(frontier)
     states = len(run.host)
     before = states - width  # states in the levels before `depth`
@@ -562,6 +600,7 @@ def explore(model: Any, spark: Any, max_states: int | None = None, progress: Pro
             found.complete = False
             found.stopped = bool(stop)
             break
+    run.warmed(cancel=True)  # a search that ended in the driver needs no workers
     found.distinct_states = states
     found.depth = depth
     found.violations = run.traces()
