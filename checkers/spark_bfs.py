@@ -24,6 +24,7 @@ step back.
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
@@ -282,9 +283,10 @@ class _Search:
         """Wait for the warm-up job to end (cancelling it first if `cancel`)."""
         if self.warming is None:
             return
-        if cancel:
+        if cancel:  # its Python workers may still be starting: the job ends in the background, unwaited for
             self.spark.sparkContext.cancelJobGroup(WARM_UP)
-        self.warming.join()
+        else:
+            self.warming.join()
         self.warming = None
 
     # -- the driver's side -----------------------------------------------------------------------------------
@@ -337,6 +339,10 @@ class _Search:
         assert self.seen is not None
         self.host.extend((fp, parent, aidx) for fp, _, aidx, parent, _ in fresh)
         self.seen.update(r[0] for r in fresh)
+
+    def host_bytes(self) -> int:
+        """Bytes of the visited rows the driver holds (Python tuples of three ints)."""
+        return sum(sys.getsizeof(r) + sum(sys.getsizeof(x) for x in r) for r in self.host)
 
     def to_jvm(self, frontier: list[tuple]) -> Any:
         """Hand the driver's rows and its frontier to the JVM: the levels from here on run on Spark."""
@@ -605,7 +611,7 @@ def explore(model: Any, spark: Any, max_states: int | None = None, progress: Pro
     found.depth = depth
     found.violations = run.traces()
     found.seconds = spent + time.perf_counter() - start
-    found.bytes_per_state = _bytes_per_state(spark, states)
+    found.bytes_per_state = _bytes_per_state(spark, states) + run.host_bytes() / max(1, states)
     for df in run.pieces + run.recent:
         run.release(df)
     if timings is not None:
