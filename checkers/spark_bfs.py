@@ -19,6 +19,14 @@ So every choice the local engine makes by position in a fingerprint-sorted level
 counts, depth, verdicts and counterexamples (the first found in that order, at the least depth) are the local
 engine's. Counterexamples are rebuilt by following parent links in the visited DataFrame, one small query per
 step back.
+
+Small levels run in the driver (`host_below`): the same expander, called on one Arrow batch, and the same
+reduction to the least link per fingerprint, against a set of the visited fingerprints. The first levels are
+expanded there while the Python workers start in the background; the search moves to Spark when a level
+outgrows the bound, and back to the driver (bringing the visited fingerprints over once) when the levels thin
+out after the widest. A level costs the same wherever it runs, in counts and in choices, so the results are
+those of an all-Spark run. Checkpoints are the local engine's files (`spark_checkpoint`), so each engine resumes
+the other's.
 """
 
 from __future__ import annotations
