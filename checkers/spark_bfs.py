@@ -360,9 +360,9 @@ class _Search:
         self.host, self.seen = [], None
         return self.checkpointed(self._frame(list(zip(*frontier, strict=True)), FRONTIER))
 
-    def pull(self, frontier: Any) -> list[tuple]:
-        """The rows of a frontier held in the JVM, brought to the driver."""
-        table = frontier.select(*NAMES).toArrow()
+    def pull(self, frontier: Any, limit: int) -> list[tuple]:
+        """The rows of a frontier held in the JVM brought to the driver, at most `limit` of them."""
+        table = frontier.select(*NAMES).limit(limit).toArrow()
         return list(zip(*(table.column(i).to_pylist() for i in range(len(NAMES))), strict=True))
 
     def to_host(self) -> None:
@@ -540,13 +540,15 @@ def explore(model: Any, spark: Any, max_states: int | None = None, progress: Pro
         if isinstance(frontier, list):
             if len(frontier) > host_below:
                 frontier = run.to_jvm(frontier)
-        elif len(sizes) > 1 and sizes[-1] <= host_below and sizes[-1] < sizes[-2]:
-            rows = run.pull(frontier)
-            if not known:
-                counted(len(rows))
-                if not width:
-                    break
-            if len(rows) <= host_below:
+        elif len(sizes) > 1 and sizes[-1] < sizes[-2] and sizes[-1] <= (host_below if known else 4 * host_below):
+            # Shrinking levels; when the frontier's own size is not known yet, the level before it tells whether
+            # it may be small: at most host_below + 1 rows come over to find out.
+            rows = run.pull(frontier, host_below + 1)
+            if len(rows) <= host_below:  # the whole frontier
+                if not known:
+                    counted(len(rows))
+                    if not width:
+                        break
                 run.to_host()
                 frontier = rows
         if checkpoint is not None and checkpoint.due():
