@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from kcm.checkers.bfs import Progress, ProgressFn, _eta, checkpoint_meta
+from kcm.checkers.bfs import Progress, ProgressFn, _eta, checkpoint_meta, should_stop
 from kcm.checkers.checkpoint import Checkpointer, Snapshot
 from kcm.checkers.collector import rare_collections
 from kcm.checkers.spark_checkpoint import NO_PARENT, Links, rows_of
@@ -534,7 +534,12 @@ def explore(model: Any, spark: Any, max_states: int | None = None, progress: Pro
             depth -= 1
 
     stop = None
-    while True:
+    # A resumed run that has already found what it stops at ends at once, as the local engine's does.
+    halted = should_stop(stop_at, run.paths)
+    if halted:
+        found.complete = False
+        found.stopped = True
+    while not halted:
         # Where the level runs: in the driver while levels are small (no job latency), else on Spark; the search
         # comes back to the driver when the levels thin out again after the widest.
         if isinstance(frontier, list):

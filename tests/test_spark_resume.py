@@ -102,6 +102,24 @@ def test_a_checkpoint_of_either_engine_resumes_on_the_other_to_the_same_results(
 
 @pytest.mark.spark
 @pytest.mark.slow
+def test_a_checkpoint_past_a_violation_resumed_to_stop_at_it_stops_at_once_on_either_engine(spark, tmp_path):
+    from kcm.checkers import spark_bfs
+
+    model = BoundedSystem(load_config("unclean"))
+    identity = checkpoint.config_identity(model.cfg)
+    ckpt = tmp_path / "unclean.ckpt"
+    # Explored on with --continue past the level-3 violation, then resumed without it.
+    spark_bfs.explore(model, spark, max_states=300, checkpoint=checkpoint.Checkpointer(ckpt, 0, identity, "spark"))
+    assert checkpoint.load(ckpt, identity).meta["witnesses"]
+    stop_at = bfs.safety_names(model)
+    on_local = bfs.explore(model, resume=checkpoint.load(ckpt, identity), stop_at=stop_at)
+    on_spark = spark_bfs.explore(model, spark, resume=checkpoint.load(ckpt, identity), stop_at=stop_at)
+    assert _key(on_spark) == _key(on_local) and on_spark.stopped and on_local.stopped
+    assert on_local.distinct_states == len(checkpoint.load(ckpt, identity).arrays["seen"])
+
+
+@pytest.mark.spark
+@pytest.mark.slow
 def test_a_spark_checkpoint_before_a_level_whose_states_break_a_property_stops_there(spark, tmp_path):
     from kcm.checkers import spark_bfs
 
