@@ -248,7 +248,7 @@ def _spark(args: argparse.Namespace, explored: Any, checkpointer: Checkpointer |
         below = spark_bfs.HOST_BELOW if args.driver_below is None else args.driver_below
         return spark_bfs.explore(explored, spark, args.max_states, progress, checkpoint=checkpointer, resume=resume,
                                  stop_at=stop_at, host_below=below)
-    except (OSError, BadCheckpoint) as err:
+    except (OSError, BadCheckpoint, RuntimeError) as err:
         print(f"kcm explore: {err}", file=sys.stderr)
         return 2
     except (Py4JError, PySparkException) as err:
