@@ -209,11 +209,13 @@ def should_stop(stop_at: Collection[str] | None, witnesses: dict[str, Any]) -> b
     return stop_at is not None and any(name in witnesses for name in stop_at)
 
 
-def resume_frontier(model: Any, snapshot: Snapshot) -> tuple[Visited, list[int], list[Any]]:
+def resume_frontier(model: Any, snapshot: Snapshot, on_level: Callable[[int, list[Any]], None] | None = None
+                    ) -> tuple[Visited, list[int], list[Any]]:
     """The visited set and the frontier of a checkpoint, the frontier's states rebuilt by replaying its levels.
 
     Every rebuilt state's fingerprint must be a visited one and the last level's must be the saved frontier:
-    a body that does not hang together is refused (BadCheckpoint), never resumed.
+    a body that does not hang together is refused (BadCheckpoint), never resumed. `on_level` goes to
+    `visited.replay_levels`.
     """
     if not isinstance(snapshot, Snapshot):
         raise BadCheckpoint("not a checkpoint of the local engine")
@@ -232,7 +234,7 @@ def resume_frontier(model: Any, snapshot: Snapshot) -> tuple[Visited, list[int],
             if len(steps) > meta["depth"]:
                 raise ValueError(f"the witness of {name} is longer than the search is deep")
             replay(model, root, steps)
-        states = replay_levels(model, visited)
+        states = replay_levels(model, visited, on_level)
     except (IndexError, ValueError, RuntimeError) as err:
         raise BadCheckpoint(f"{snapshot.path}: the parent links do not replay ({err})") from None
     fps = np.fromiter((model.fingerprint(s) for s in states), dtype=FP, count=len(states))

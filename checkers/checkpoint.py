@@ -33,6 +33,8 @@ import numpy as np
 # Parent links hold positions in model.actions(state), so a checkpoint is read only by the release that wrote it.
 FORMAT = "kcm-explore-checkpoint/4"  # 4: header + npz body, no pickle; frontier rebuilt by replay
 MAX_HEADER = 4096  # bytes of the header line at most
+# Engines whose checkpoints are alike (the same arrays, the same canonical parent links): each resumes the others'.
+ENGINES = ("local", "spark")
 _HEADER_KEYS = {"format": str, "kcm": str, "engine": str, "config": str, "body_bytes": int, "body_sha256": str}
 _TEMP_SUFFIX = ".tmp"
 
@@ -139,8 +141,11 @@ def save(path: Path, header: bytes, body: bytes) -> None:
         os.close(dir_fd)
 
 
-def load(path: str | Path, identity: str, engine: str = "local") -> Snapshot:
-    """The checkpoint in `path`, checked whole; BadCheckpoint (naming the file and the problem) otherwise."""
+def load(path: str | Path, identity: str) -> Snapshot:
+    """The checkpoint in `path`, checked whole; BadCheckpoint (naming the file and the problem) otherwise.
+
+    A file of any engine in ENGINES is read (each resumes the others'); its header's engine is kept in the Snapshot.
+    """
     name = str(path)
     if not name:
         raise BadCheckpoint("--resume: an empty file name")
@@ -164,8 +169,9 @@ def load(path: str | Path, identity: str, engine: str = "local") -> Snapshot:
     if head["config"] != identity:
         raise BadCheckpoint(f"{name}: written for another configuration (or reduction); resume with the one it "
                             f"was made with")
-    if head["engine"] != engine:
-        raise BadCheckpoint(f"{name}: written by the {head['engine']} engine; resume it with that engine")
+    if head["engine"] not in ENGINES:
+        raise BadCheckpoint(f"{name}: written by an engine this kcm does not know ({head['engine'][:40]!r}; "
+                            f"it reads {', '.join(ENGINES)})")
     if len(body) != head["body_bytes"]:
         more = " or more" if len(body) > head["body_bytes"] else ""
         raise BadCheckpoint(f"{name}: the body has {len(body)} bytes{more}, the header says {head['body_bytes']} "

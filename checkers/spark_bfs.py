@@ -19,19 +19,30 @@ So every choice the local engine makes by position in a fingerprint-sorted level
 counts, depth, verdicts and counterexamples (the first found in that order, at the least depth) are the local
 engine's. Counterexamples are rebuilt by following parent links in the visited DataFrame, one small query per
 step back.
+
+Small levels run in the driver (`host_below`): the same expander, called on one Arrow batch, and the same
+reduction to the least link per fingerprint, against a set of the visited fingerprints. The first levels are
+expanded there while the Python workers start in the background; the search moves to Spark when a level
+outgrows the bound, and back to the driver (bringing the visited fingerprints over once) when the levels thin
+out after the widest. A level costs the same wherever it runs, in counts and in choices, so the results are
+those of an all-Spark run. Checkpoints are the local engine's files (`spark_checkpoint`), so each engine resumes
+the other's.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from kcm.checkers.bfs import Progress, ProgressFn, _eta
-from kcm.checkers.checkpoint import BadCheckpoint, Checkpointer
+import numpy as np
+from kcm.checkers.bfs import Progress, ProgressFn, _eta, checkpoint_meta, should_stop
+from kcm.checkers.checkpoint import Checkpointer, Snapshot
 from kcm.checkers.collector import rare_collections
+from kcm.checkers.spark_checkpoint import NO_PARENT, Links, rows_of
 from kcm.checkers.spark_session import DEFAULT_MEMORY, spark_session
 from kcm.checkers.verdicts import Exploration, indexed_successors, state_checks, step_checks
 from kcm.checkers.visited import replay
@@ -41,13 +52,17 @@ from pyspark.accumulators import AccumulatorParam
 
 __all__ = ["DEFAULT_MEMORY", "explore", "spark_session", "LevelTiming"]
 
-NO_PARENT = -1  # a root's parent in the visited set (its aidx is then its position in model.init_states())
 TWO63 = 1 << 63
 TWO64 = 1 << 64
 FRONTIER = "fp long, pkey long, aidx int, parent long, state binary"
 NAMES = ["fp", "pkey", "aidx", "parent", "state"]
 VISITED = "fp long, parent long, aidx int"
 COMPACT_EVERY = 4  # levels whose parent links stay views of the levels' own blocks before being copied slim
+# Levels of at most this many states run in the driver: a Spark level costs about 0.3 s of job latency however
+# small it is, and the driver expands about 3,000 states per second (see docs/spark-scale-out.md).
+HOST_BELOW = 2000
+WARM_UP = "kcm-warm-up"  # the job group of the job that starts the Python workers early
+WARM_LEVEL = -(1 << 40)  # the level number of its summaries, which nothing reads
 
 
 def to_long(fp: int) -> int:
@@ -75,6 +90,7 @@ class LevelTiming:
     seconds: float
     expand_seconds: float  # the job that ran the Python expansion
     dedupe_seconds: float  # the jobs in the JVM: reduce, anti-join, visited update, counts
+    where: str = "spark"  # "driver" for a level expanded in the driver
 
 
 @dataclass
@@ -120,6 +136,9 @@ def expander(model: Any, level: int, sink: Any, successors: bool = True) -> Any:
         import pyarrow as pa
         from pyspark import TaskContext
 
+        task = TaskContext.get()  # None in the driver, which expands the small levels itself
+        part = task.partitionId() if task is not None else 0
+
         fingerprint = model.fingerprint
         transitions = expanded = 0
         reached: set[str] = set()  # by the states themselves
@@ -162,22 +181,48 @@ def expander(model: Any, level: int, sink: Any, successors: bool = True) -> Any:
                    "reached_step": sorted(reached_step),
                    "state_bad": {n: [list(o), p] for n, (o, p) in state_bad.best.items()},
                    "step_bad": {n: [list(o), p] for n, (o, p) in step_bad.best.items()}}
-        sink.add({(level, TaskContext.get().partitionId()): json.dumps(summary)})
+        sink.add({(level, part): json.dumps(summary)})
 
     return run
 
 
-class _Search:
-    """The state of one search on the driver: DataFrames in the JVM, counters and witnesses here."""
+class _HostSink:
+    """The accumulator's stand-in for levels expanded in the driver: the same summaries, kept in a dict."""
 
-    def __init__(self, model: Any, spark: Any, parts: int) -> None:
+    def __init__(self) -> None:
+        self.value: dict = {}
+
+    def add(self, item: dict) -> None:
+        """Merge a map of summaries (what the expander sends)."""
+        self.value.update(item)
+
+
+class _Search:
+    """The state of one search on the driver: DataFrames in the JVM, the driver's own rows, counters, witnesses.
+
+    The visited set is the union of the slim pieces and newest levels in the JVM and of `host`, the rows of the
+    levels run in the driver since the last hand-over. While levels run in the driver, `seen` holds every visited
+    fingerprint (the JVM's collected once when the search came back to the driver).
+    """
+
+    def __init__(self, model: Any, spark: Any, parts: int, compact_every: int) -> None:
         self.model = model
         self.spark = spark
         self.parts = parts
+        self.compact_every = compact_every
         self.found = Exploration(f"spark {spark.sparkContext.master}")
         self.sink = spark.sparkContext.accumulator({}, _Summaries())
+        self.host_sink = _HostSink()
         # property -> (depth of the witness state, its fp long, extra action position or -1)
         self.witness: dict[str, tuple[int, int, int]] = {}
+        self.paths: dict[str, tuple[int, list[int]]] = {}  # witnesses read from a checkpoint, as paths
+        self.pieces: list[Any] = []  # slim (fp, parent, aidx) pieces, each hash-partitioned by fp
+        self.recent: list[Any] = []  # the newest levels' own blocks (states included) until compacted
+        self.host: list[tuple[int, int, int]] = []  # (fp, parent, aidx) rows visited in the driver, not in the JVM
+        self.seen: set[int] | None = None  # every visited fp, while levels run in the driver
+        self.warming: Any = None  # the warm-up job's thread while it runs
+
+    # -- the JVM's side --------------------------------------------------------------------------------------
 
     def checkpointed(self, df: Any) -> Any:
         """`df` computed now and kept by the JVM with its lineage cut, so that later levels never recompute it."""
@@ -194,6 +239,151 @@ class _Search:
         """The level's successors (not yet deduplicated), as a lazy DataFrame."""
         return frontier.mapInArrow(expander(self.model, level, self.sink, successors), FRONTIER)
 
+    def visited(self) -> Any | None:
+        """The JVM's part of the visited set as one DataFrame (None while it holds nothing)."""
+        return _union(self.pieces + self.recent) if self.pieces or self.recent else None
+
+    def spark_level(self, frontier: Any, level: int, visited: Any | None = None) -> Any:
+        """Level `level` expanded on Spark: its new states (deduplicated, not in the visited set), computed."""
+        from pyspark.sql import functions as F
+
+        best = (self.expand(frontier, level)
+                .groupBy("fp").agg(F.min(F.struct("pkey", "aidx", "parent", "state")).alias("m")))
+        visited = self.visited() if visited is None else visited
+        if visited is not None:
+            best = best.join(visited, "fp", "left_anti")
+        return self.checkpointed(best.select("fp", "m.pkey", "m.aidx", "m.parent", "m.state"))
+
+    def keep(self, fresh: Any) -> None:
+        """A Spark level's new states join the visited set; every few levels the newest are copied slim."""
+        self.recent.append(fresh)
+        if len(self.recent) > self.compact_every:
+            newest = self.recent.pop()
+            self.pieces.append(self.checkpointed(_union(self.recent)))
+            for df in self.recent:
+                self.release(df)
+            self.recent = [newest]
+
+    def warm_up(self, frontier: list[tuple]) -> None:
+        """Start the Python workers and compile a level's plans in the background while the driver runs levels.
+
+        A first Spark level otherwise pays some seconds for both; here they overlap the driver's own levels. The
+        job expands the first initial state under a level number no summary is read for, and is cancelled if
+        the search ends before it does.
+        """
+        from pyspark import InheritableThread
+
+        sc = self.spark.sparkContext
+
+        def job() -> None:
+            try:
+                sc.setJobGroup(WARM_UP, "kcm: Python workers started ahead of the first Spark level", True)
+                one = list(zip(*frontier[:1], strict=True))
+                tiny = self._frame(one, FRONTIER)
+                self.release(self.spark_level(tiny, WARM_LEVEL, tiny.select("fp", "parent", "aidx")))
+            except Exception:  # noqa: BLE001 - cancelled, or the first real level will report what failed
+                pass
+
+        self.warming = InheritableThread(target=job, daemon=True)
+        self.warming.start()
+
+    def warmed(self, cancel: bool = False) -> None:
+        """Wait for the warm-up job to end (cancelling it first if `cancel`)."""
+        if self.warming is None:
+            return
+        if cancel:  # its Python workers may still be starting: the job ends in the background, unwaited for
+            self.spark.sparkContext.cancelJobGroup(WARM_UP)
+        else:
+            self.warming.join()
+        self.warming = None
+
+    # -- the driver's side -----------------------------------------------------------------------------------
+
+    def seed(self) -> list[tuple]:
+        """The initial states as the first level, held in the driver."""
+        roots: dict[int, int] = {}
+        blobs: dict[int, bytes] = {}
+        for i, s in enumerate(self.model.init_states()):
+            fp = to_long(self.model.fingerprint(s))
+            if fp not in roots:
+                roots[fp], blobs[fp] = i, encode(s)
+        self.host = [(fp, NO_PARENT, i) for fp, i in roots.items()]
+        self.seen = set(roots)
+        return [(fp, order_key(fp), i, NO_PARENT, blobs[fp]) for fp, i in roots.items()]
+
+    def resumed(self, snapshot: Snapshot) -> tuple[list[tuple], int, list[int], float]:
+        """The frontier, depth, level sizes and seconds of a checkpoint (any engine's); its rows held in the driver."""
+        got = rows_of(self.model, snapshot)
+        meta = got.meta
+        self.host = list(zip(got.fps, got.parents, got.aidxs, strict=True))
+        self.seen = set(got.fps)
+        self.found.transitions, self.found.reached = meta["transitions"], set(meta["reached"])
+        self.paths = {name: (root, list(steps)) for name, (root, steps) in meta["witnesses"].items()}
+        frontier = [(fp, order_key(fp if parent == NO_PARENT else parent), aidx, parent, encode(state))
+                    for fp, parent, aidx, state in got.frontier]
+        return frontier, meta["depth"], list(meta["sizes"]), meta["seconds"]
+
+    def host_level(self, frontier: list[tuple], level: int, successors: bool = True) -> list[tuple]:
+        """Level `level` expanded in the driver by the workers' own expander: its new states, least link each."""
+        import pyarrow as pa
+
+        cols = list(zip(*frontier, strict=True))
+        batch = pa.RecordBatch.from_arrays([
+            pa.array(cols[0], pa.int64()), pa.array(cols[1], pa.int64()), pa.array(cols[2], pa.int32()),
+            pa.array(cols[3], pa.int64()), pa.array(cols[4], pa.binary())], names=NAMES)
+        seen = self.seen if self.seen is not None else set()
+        best: dict[int, tuple] = {}
+        for out in expander(self.model, level, self.host_sink, successors)(iter([batch])):
+            for row in zip(*(c.to_pylist() for c in out.columns), strict=True):
+                if row[0] in seen:
+                    continue
+                old = best.get(row[0])
+                if old is None or (row[1], row[2]) < (old[1], old[2]):
+                    best[row[0]] = row
+        return sorted(best.values(), key=lambda r: r[1:3])
+
+    def host_keep(self, fresh: list[tuple]) -> None:
+        """A driver level's new states join the visited set."""
+        assert self.seen is not None
+        self.host.extend((fp, parent, aidx) for fp, _, aidx, parent, _ in fresh)
+        self.seen.update(r[0] for r in fresh)
+
+    def host_bytes(self) -> int:
+        """Bytes of the visited rows the driver holds (Python tuples of three ints)."""
+        return sum(sys.getsizeof(r) + sum(sys.getsizeof(x) for x in r) for r in self.host)
+
+    def to_jvm(self, frontier: list[tuple]) -> Any:
+        """Hand the driver's rows and its frontier to the JVM: the levels from here on run on Spark."""
+        self.warmed()
+        if self.host:
+            self.pieces.append(self.checkpointed(self._frame(list(zip(*self.host, strict=True)), VISITED)))
+        self.host, self.seen = [], None
+        return self.checkpointed(self._frame(list(zip(*frontier, strict=True)), FRONTIER))
+
+    def pull(self, frontier: Any, limit: int) -> list[tuple]:
+        """The rows of a frontier held in the JVM brought to the driver, at most `limit` of them."""
+        table = frontier.select(*NAMES).limit(limit).toArrow()
+        return list(zip(*(table.column(i).to_pylist() for i in range(len(NAMES))), strict=True))
+
+    def to_host(self) -> None:
+        """The levels from here on run in the driver: every visited fingerprint is brought over for the dedupe."""
+        visited = self.visited()
+        self.seen = set() if visited is None else set(visited.select("fp").toArrow().column(0).to_pylist())
+        self.host = []
+
+    def _frame(self, columns: list[tuple], schema: str) -> Any:
+        """Rows (given column by column) as a DataFrame hash-partitioned by fp, passed to the JVM through Arrow."""
+        import pyarrow as pa
+
+        types = {"long": pa.int64(), "int": pa.int32(), "binary": pa.binary()}
+        fields = [f.strip().split() for f in schema.split(",")]
+        if not columns:
+            columns = [() for _ in fields]
+        table = pa.table({name: pa.array(col, types[kind]) for (name, kind), col in zip(fields, columns, strict=True)})
+        return self.spark.createDataFrame(table).repartition(self.parts, "fp")
+
+    # -- both ------------------------------------------------------------------------------------------------
+
     def summaries(self, level: int, stop_at: Collection[str] | None = None) -> tuple[int, str | None]:
         """Fold the summaries of `level`'s expansion into the counters and witnesses.
 
@@ -202,7 +392,8 @@ class _Search:
         a state when it first meets it, would have stopped before expanding this level: only what the states
         themselves showed is kept), "step" when one of this level's transitions does.
         """
-        got = self.sink.value
+        got = dict(self.sink.value)
+        got.update(self.host_sink.value)
         mine = sorted(k for k in got if k[0] == level)
         step_best: dict[str, tuple[list[int], list[int]]] = {}
         state_best: dict[str, tuple[list[int], list[int]]] = {}
@@ -219,94 +410,171 @@ class _Search:
                 for name, (order, payload) in seen.items():
                     if name not in best or order < best[name][0]:
                         best[name] = (order, payload)
-        wanted = set(stop_at or ()) - set(self.witness)
+        known = set(self.witness) | set(self.paths)
+        wanted = set(stop_at or ()) - known
         stop = "state" if wanted & set(state_best) else "step" if wanted & set(step_best) else None
         self.found.reached.update(reached)
         for name, (_, (fp,)) in state_best.items():
-            self.witness.setdefault(name, (level, fp, -1))
+            if name not in known:
+                self.witness.setdefault(name, (level, fp, -1))
         if stop == "state":
             return count, stop
         self.found.transitions += transitions
         self.found.reached.update(reached_step)
         for name, (_, (fp, action)) in step_best.items():
-            self.witness.setdefault(name, (level, fp, action))
+            if name not in known:
+                self.witness.setdefault(name, (level, fp, action))
         return count, stop
+
+    def check_states(self, frontier: Any, depth: int, stop_at: Collection[str] | None) -> bool:
+        """Check the frontier's own properties now (before a checkpoint); whether one of `stop_at` is broken.
+
+        The local engine checks a state when it first meets it, so its checkpoints hold the verdicts of the
+        frontier's states; this makes the Spark engine's do too. Their expansion checks them again, harmlessly.
+        """
+        key = -1 - depth  # summaries kept apart from the level's own
+        if isinstance(frontier, list):
+            self.host_level(frontier, key, successors=False)
+        else:
+            self.expand(frontier, key, successors=False).count()
+        before = set(self.witness)
+        self.summaries(key)
+        return bool(set(stop_at or ()) & (set(self.witness) - before))
+
+    def write(self, checkpoint: Checkpointer, depth: int, width: int, seconds: float) -> None:
+        """Write the search so far in the local engine's checkpoint format (`spark_checkpoint`)."""
+        fps, parents, aidxs = [], [], []
+        if self.host:
+            host = np.array(self.host, dtype=np.int64).reshape(-1, 3)
+            fps.append(host[:, 0])
+            parents.append(host[:, 1])
+            aidxs.append(host[:, 2])
+        visited = self.visited()
+        if visited is not None:
+            table = visited.select("fp", "parent", "aidx").toArrow()
+            for out, i in ((fps, 0), (parents, 1), (aidxs, 2)):
+                out.append(table.column(i).to_numpy().astype(np.int64))
+        links = Links.of(np.concatenate(fps), np.concatenate(parents), np.concatenate(aidxs))
+        if links.depth() != depth or links.sizes()[-1] != width:
+            raise RuntimeError(f"the visited set has depth {links.depth()}, the search {depth}")
+        paths = dict(self.paths)
+        for name, (_, fp, extra) in self.witness.items():
+            root, steps = links.path(fp)
+            paths[name] = (root, steps + ([extra] if extra >= 0 else []))
+        sizes = links.sizes()
+        meta = checkpoint_meta(self.found, paths, depth, sizes, sum(sizes[:-1]), seconds)
+        checkpoint.write(links.visited(), links.fps[links.level == depth].tolist(), meta)
+
+    def traces(self) -> dict[str, list[Any]]:
+        """Each witness's action trace: parent links followed back, every property at once, one query per step."""
+        from pyspark.sql import functions as F
+
+        host = {fp: (parent, aidx) for fp, parent, aidx in self.host}
+        visited = self.visited()
+        paths = {name: (fp, [] if extra < 0 else [extra]) for name, (_, fp, extra) in self.witness.items()}
+        roots: dict[str, int] = {}
+        while len(roots) < len(paths):
+            wanted = sorted({fp for name, (fp, _) in paths.items() if name not in roots})
+            links = {fp: host[fp] for fp in wanted if fp in host}
+            rest = [fp for fp in wanted if fp not in links]
+            if rest and visited is not None:
+                links.update({r[0]: (r[1], r[2]) for r in visited.filter(F.col("fp").isin(rest)).collect()})
+            for name, (fp, steps) in list(paths.items()):
+                if name in roots:
+                    continue
+                parent, aidx = links[fp]
+                if parent == NO_PARENT:
+                    roots[name] = aidx
+                else:
+                    paths[name] = (parent, [aidx] + steps)
+        out = {name: (roots[name], steps) for name, (_, steps) in paths.items()}
+        out.update(self.paths)
+        return {name: replay(self.model, root, steps) for name, (root, steps) in sorted(out.items())}
 
 
 def explore(model: Any, spark: Any, max_states: int | None = None, progress: ProgressFn | None = None,
             partitions: int | None = None, checkpoint: Checkpointer | None = None,
-            resume: dict[str, Any] | None = None, timings: list[LevelTiming] | None = None,
-            compact_every: int = COMPACT_EVERY, stop_at: Collection[str] | None = None) -> Exploration:
+            resume: Snapshot | None = None, timings: list[LevelTiming] | None = None,
+            compact_every: int = COMPACT_EVERY, stop_at: Collection[str] | None = None,
+            host_below: int = HOST_BELOW) -> Exploration:
     """Explore every state reachable inside the boundary on Spark, checking every property of the model.
 
     `stop_at` (property names): end after the level in which one of them is first violated, as the local engine
     does (every violation of that level is still found, so the counterexamples are the canonical ones).
+    Levels of at most `host_below` states run in the driver (0: every level on Spark); `resume` is a checkpoint
+    of any engine, and `checkpoint` writes the local engine's format.
     """
-    from pyspark.sql import functions as F
-
     sc = spark.sparkContext
     parts = partitions or max(1, sc.defaultParallelism)
     _tune(spark, parts)
-    run = _Search(model, spark, parts)
+    run = _Search(model, spark, parts, compact_every)
     found = run.found
     start = time.perf_counter()
-    spent = 0.0
-    sizes: list[int] = []
+    frontier: Any
     if resume is None:
-        roots: dict[int, int] = {}
-        blobs: dict[int, bytes] = {}
-        for i, s in enumerate(model.init_states()):
-            fp = to_long(model.fingerprint(s))
-            if fp not in roots:
-                roots[fp], blobs[fp] = i, encode(s)
-        frontier_rows = [(fp, order_key(fp), i, NO_PARENT, blobs[fp]) for fp, i in roots.items()]
-        visited_rows = [(fp, NO_PARENT, i) for fp, i in roots.items()]
-        depth = 0
+        frontier = run.seed()
+        depth, sizes, spent = 0, [len(frontier)], 0.0
     else:
-        if resume.get("engine") != "spark":
-            raise BadCheckpoint("a checkpoint of the local engine: resume it with --engine local")
-        if resume.get("max_states") != max_states:
-            raise BadCheckpoint(f"made with --max-states {resume.get('max_states')}; resume with the same")
-        frontier_rows = list(zip(resume["frontier_fps"], resume["frontier_pkeys"], resume["frontier_aidxs"],
-                                 resume["frontier_parents"], resume["frontier_states"], strict=True))
-        visited_rows = list(zip(resume["visited_fps"], resume["visited_parents"], resume["visited_aidxs"],
-                                strict=True))
-        found.transitions, found.reached = resume["transitions"], set(resume["reached"])
-        run.witness = {k: tuple(v) for k, v in resume["witness"].items()}
-        depth, sizes, spent = resume["depth"], list(resume["sizes"]), resume["seconds"]
-    frontier = run.checkpointed(spark.createDataFrame(frontier_rows, FRONTIER).repartition(parts, "fp"))
-    # The visited set: slim pieces (fp, parent, aidx), each hash-partitioned by fp like every level's output, so
-    # that their union is too and the anti-join reads it in place. The newest levels are views of the levels'
-    # own blocks until `compact_every` of them are copied, slim, into one piece.
-    pieces = [run.checkpointed(spark.createDataFrame(visited_rows, VISITED).repartition(parts, "fp"))]
-    recent: list[Any] = []
-    states = len(visited_rows)
-    width = len(frontier_rows)
-    if not sizes:
-        sizes = [width]
-    levels: list[LevelTiming] = []
+        frontier, depth, sizes, spent = run.resumed(resume)
+    if host_below and len(frontier) <= host_below:
+        run.warm_up(frontier)
+    width = len(frontier)
+    states = len(run.host)
     before = states - width  # states in the levels before `depth`
     known = True  # whether `width` (the frontier's size) is known yet: else the next expansion counts it
-    while True:
+    levels: list[LevelTiming] = []
+
+    def counted(n: int) -> None:  # the frontier's size is now known
+        nonlocal width, known, states, depth
+        width, known = n, True
+        if n:
+            sizes.append(n)
+            states = before + n
+        else:
+            depth -= 1
+
+    stop = None
+    # A resumed run that has already found what it stops at ends at once, as the local engine's does.
+    halted = should_stop(stop_at, run.paths)
+    if halted:
+        found.complete = False
+        found.stopped = True
+    while not halted:
+        # Where the level runs: in the driver while levels are small (no job latency), else on Spark; the search
+        # comes back to the driver when the levels thin out again after the widest.
+        if isinstance(frontier, list):
+            if len(frontier) > host_below:
+                frontier = run.to_jvm(frontier)
+        elif len(sizes) > 1 and sizes[-1] < sizes[-2] and sizes[-1] <= (host_below if known else 4 * host_below):
+            # Shrinking levels; when the frontier's own size is not known yet, the level before it tells whether
+            # it may be small: at most host_below + 1 rows come over to find out.
+            rows = run.pull(frontier, host_below + 1)
+            if len(rows) <= host_below:  # the whole frontier
+                if not known:
+                    counted(len(rows))
+                    if not width:
+                        break
+                run.to_host()
+                frontier = rows
         if checkpoint is not None and checkpoint.due():
             if not known:  # a checkpoint holds whole levels: count the frontier now instead of at its expansion
-                width, known = frontier.count(), True
+                counted(frontier.count())
                 if not width:
-                    depth -= 1
                     break
-                sizes.append(width)
-                states = before + width
-            checkpoint.write(_snapshot(run, _union(pieces + recent), frontier, max_states, depth, sizes,
-                                       spent + time.perf_counter() - start))
+            if run.check_states(frontier, depth, stop_at):  # the local engine would have stopped already
+                found.complete = False
+                found.stopped = True
+                break
+            run.write(checkpoint, depth, width, spent + time.perf_counter() - start)
         began = time.perf_counter()
-        best = (run.expand(frontier, depth)
-                .groupBy("fp").agg(F.min(F.struct("pkey", "aidx", "parent", "state")).alias("m")))
-        fresh = run.checkpointed(best.join(_union(pieces + recent), "fp", "left_anti")
-                                 .select("fp", "m.pkey", "m.aidx", "m.parent", "m.state"))
+        level = depth
+        on_host = isinstance(frontier, list)
+        fresh = run.host_level(frontier, depth) if on_host else run.spark_level(frontier, depth)
         expanded, stop = run.summaries(depth, stop_at)
         mid = time.perf_counter()
         if stop == "state":  # this level's own states break a property: the search ends before expanding it
-            run.release(fresh)
+            if not on_host:
+                run.release(fresh)
             if not known:
                 sizes.append(expanded)
             states = before + expanded
@@ -319,31 +587,24 @@ def explore(model: Any, spark: Any, max_states: int | None = None, progress: Pro
                 run.release(fresh)
                 break
             sizes.append(expanded)
+        if on_host:
+            run.host_keep(fresh)
+        else:
+            run.keep(fresh)
         width = expanded
         states = before + width
-        # The frontier's blocks stay while they are the visited set's newest piece; every few levels the newest
-        # pieces are copied, slim, into one and their blocks (states included) are freed.
-        recent.append(fresh)
-        if len(recent) > compact_every:
-            keep = recent.pop()
-            pieces.append(run.checkpointed(_union(recent)))
-            for df in recent:
-                run.release(df)
-            recent = [keep]
         frontier = fresh
+        prior = before
         before = states
         depth += 1
         known = False
-        if max_states is not None or stop:  # the bound (or the stop) is looked at once each level has joined
-            width = fresh.count()
-            known = True
-            if not width:
-                depth -= 1
-            else:
-                sizes.append(width)
-                states += width
+        if on_host:
+            counted(len(fresh))
+        elif max_states is not None or stop:  # the bound (or the stop) is looked at once each level has joined
+            counted(fresh.count())
         done = time.perf_counter()
-        levels.append(LevelTiming(depth - 1, before - expanded, expanded, done - began, mid - began, done - mid))
+        levels.append(LevelTiming(level, prior, expanded, done - began, mid - began, done - mid,
+                                  "driver" if on_host else "spark"))
         if progress:
             seconds = spent + time.perf_counter() - start
             progress(Progress(depth, states, width, seconds, states / seconds if seconds else 0.0,
@@ -352,18 +613,21 @@ def explore(model: Any, spark: Any, max_states: int | None = None, progress: Pro
             break
         if stop or max_states is not None and states >= max_states:
             # The last level is counted and its own properties checked, not expanded.
-            run.expand(frontier, depth, successors=False).count()
+            if isinstance(frontier, list):
+                run.host_level(frontier, depth, successors=False)
+            else:
+                run.expand(frontier, depth, successors=False).count()
             run.summaries(depth)
             found.complete = False
             found.stopped = bool(stop)
             break
-    visited = _union(pieces + recent)
+    run.warmed(cancel=True)  # a search that ended in the driver needs no workers
     found.distinct_states = states
     found.depth = depth
-    found.violations = _traces(model, visited, run.witness)
+    found.violations = run.traces()
     found.seconds = spent + time.perf_counter() - start
-    found.bytes_per_state = _bytes_per_state(spark, states)
-    for df in pieces + recent:
+    found.bytes_per_state = _bytes_per_state(spark, states) + run.host_bytes() / max(1, states)
+    for df in run.pieces + run.recent:
         run.release(df)
     if timings is not None:
         timings.extend(levels)
@@ -386,40 +650,6 @@ def _tune(spark: Any, parts: int) -> None:
     conf.set("spark.sql.adaptive.enabled", "false")
     conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
     conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "4000")
-
-
-def _snapshot(run: _Search, visited: Any, frontier: Any, max_states: int | None, depth: int, sizes: list[int],
-              seconds: float) -> dict[str, Any]:
-    """Everything a resumed run needs, gathered on the driver (only when a checkpoint is due)."""
-    v = visited.collect()
-    f = frontier.collect()
-    return {"engine": "spark", "max_states": max_states, "depth": depth, "sizes": sizes, "seconds": seconds,
-            "visited_fps": [r[0] for r in v], "visited_parents": [r[1] for r in v],
-            "visited_aidxs": [r[2] for r in v], "frontier_fps": [r[0] for r in f],
-            "frontier_pkeys": [r[1] for r in f], "frontier_aidxs": [r[2] for r in f],
-            "frontier_parents": [r[3] for r in f], "frontier_states": [bytes(r[4]) for r in f],
-            "transitions": run.found.transitions, "reached": sorted(run.found.reached),
-            "witness": {k: list(w) for k, w in run.witness.items()}}
-
-
-def _traces(model: Any, visited: Any, witness: dict[str, tuple[int, int, int]]) -> dict[str, list[Any]]:
-    """Each witness's action trace: parent links followed back, every property at once, one query per step."""
-    from pyspark.sql import functions as F
-
-    paths = {name: (fp, [] if extra < 0 else [extra]) for name, (_, fp, extra) in witness.items()}
-    roots: dict[str, int] = {}
-    while len(roots) < len(paths):
-        wanted = sorted({fp for name, (fp, _) in paths.items() if name not in roots})
-        links = {r[0]: (r[1], r[2]) for r in visited.filter(F.col("fp").isin(wanted)).collect()}
-        for name, (fp, steps) in list(paths.items()):
-            if name in roots:
-                continue
-            parent, aidx = links[fp]
-            if parent == NO_PARENT:
-                roots[name] = aidx
-            else:
-                paths[name] = (parent, [aidx] + steps)
-    return {name: replay(model, roots[name], steps) for name, (_, steps) in sorted(paths.items())}
 
 
 def _bytes_per_state(spark: Any, states: int) -> float:

@@ -9,6 +9,7 @@ so no state and no action object is kept for visited states.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -93,11 +94,13 @@ class Visited:
         return out
 
 
-def replay_levels(model: Any, visited: Visited) -> list[Any]:
+def replay_levels(model: Any, visited: Visited,
+                  on_level: Callable[[int, list[Any]], None] | None = None) -> list[Any]:
     """The states of the last level, rebuilt level by level from the initial states and the parent links.
 
     Each level's states come from the previous level's by one `model.next_state` each, so this costs one step per
-    visited state and holds two levels at a time. ValueError when a link points nowhere.
+    visited state and holds two levels at a time. `on_level(level, states)` sees every level's states on the way
+    (the Spark engine fingerprints them to rebuild its parent links). ValueError when a link points nowhere.
     """
     inits = model.init_states()
     states = []
@@ -105,6 +108,8 @@ def replay_levels(model: Any, visited: Visited) -> list[Any]:
         if not 0 <= root < len(inits):
             raise ValueError(f"level 0 names initial state {root} of {len(inits)}")
         states.append(inits[root])
+    if on_level is not None:
+        on_level(0, states)
     for level in range(1, len(visited.parents)):
         nxt = []
         for parent, aidx in zip(visited.parents[level].tolist(), visited.actions[level].tolist(), strict=True):
@@ -119,6 +124,8 @@ def replay_levels(model: Any, visited: Visited) -> list[Any]:
                 raise ValueError(f"level {level}: a parent link names a step that changes nothing")
             nxt.append(after)
         states = nxt
+        if on_level is not None:
+            on_level(level, states)
     return states
 
 

@@ -4,10 +4,12 @@ Each run is its own process (one JVM each, started before the clock starts), so 
 seconds without Spark's start-up. Printed: states, transitions, depth, seconds and states/s of every engine, the
 ratios local[2]/local[1] (gain from the second core) and local engine/local[2], the per-level fixed cost (the
 median time of the levels with at most `--small` states, where the work is nil and only the jobs' latency is
-left), and for each level of the local[2] run its time against the visited set's size before it. Exits 1 if the
-engines disagree on counts, depth, verdicts or counterexamples.
+left), and for each level its time in every Spark run against the visited set's size before it, with where it
+ran: each master runs once per `--driver-below N` (levels of at most N states expanded in the driver; 0: every
+level on Spark). Exits 1 if the engines disagree on counts, depth, verdicts or counterexamples.
 
     python ci/bench_spark.py [CONFIG] [--max-states N] [--small 100] [--masters local[1] local[2]]
+                             [--driver-below 0 2000]
     python ci/bench_spark.py --join-scaling [--master local[2]]   # the JVM's part of a level against |visited|
 
 `--join-scaling` times, in one session, the JVM's part of a level (a level's successors reduced per fingerprint,
@@ -24,11 +26,14 @@ import statistics
 import subprocess
 import sys
 
+HOST_BELOW = 2000  # the engine's default (kcm.checkers.spark_bfs.HOST_BELOW)
+
 CHILD = r'''
 import json, sys, time
 from kcm.checkers import bfs, spark_bfs
 from kcm.checkers.bounded import BoundedSystem, load_config
 config, master, bound = sys.argv[1], sys.argv[2], (int(sys.argv[3]) if sys.argv[3] != "-" else None)
+below = int(sys.argv[4])
 model = BoundedSystem(load_config(config))
 if master == "local-engine":
     found, levels = bfs.explore(model, bound), []
@@ -36,19 +41,19 @@ else:
     spark = spark_bfs.spark_session(master)
     spark.range(1).count()  # the JVM warmed up before the clock starts
     levels = []
-    found = spark_bfs.explore(model, spark, bound, timings=levels)
+    found = spark_bfs.explore(model, spark, bound, timings=levels, host_below=below)
     spark.stop()
 out = found.to_json(model)
-out["levels"] = [[t.level, t.visited, t.frontier, t.seconds, t.expand_seconds] for t in levels]
+out["levels"] = [[t.level, t.visited, t.frontier, t.seconds, t.expand_seconds, t.where] for t in levels]
 out["traces"] = {k: [repr(a) for a in v] for k, v in sorted(found.violations.items())}
 print(json.dumps(out))
 '''
 SAME = ("distinct_states", "transitions", "depth", "complete", "verdicts", "traces")
 
 
-def run(config: str, master: str, bound: int | None) -> dict:
+def run(config: str, master: str, bound: int | None, below: int = 0) -> dict:
     """One engine in its own process: its summary, per-level timings and traces."""
-    done = subprocess.run([sys.executable, "-c", CHILD, config, master, str(bound) if bound else "-"],
+    done = subprocess.run([sys.executable, "-c", CHILD, config, master, str(bound) if bound else "-", str(below)],
                           capture_output=True, text=True)
     if done.returncode != 0:
         sys.exit(f"bench_spark: {master} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
@@ -104,7 +109,7 @@ def estimate(levels: list[list[float]], cores: int, small: int = 100, row_ns: fl
     (an estimate): the same L per level, the per-state and per-row work divided by C.
     """
     # Level 0 also starts the Python workers and warms the JVM up: a one-time cost, left out.
-    rows = [lv for lv in levels if lv[2] > 0 and lv[0] > 0]
+    rows = [lv[:5] for lv in levels if lv[2] > 0 and lv[0] > 0 and lv[5:] != ["driver"]]
     # The small levels after the largest one: the JVM has compiled its plans by then (the first levels also pay
     # its warm-up); the small levels of the start only if there are none after the peak.
     peak = max(range(len(rows)), key=lambda i: rows[i][2]) if rows else 0
@@ -138,6 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-states", type=int)
     p.add_argument("--small", type=int, default=100, help="levels of at most this many states give the fixed cost")
     p.add_argument("--masters", nargs="+", default=["local[1]", "local[2]"])
+    p.add_argument("--driver-below", nargs="+", type=int, default=[0, HOST_BELOW], metavar="N",
+                   help="run each master with levels of at most N states in the driver (0: every level on Spark)")
     p.add_argument("--join-scaling", action="store_true", help="time the JVM's part of a level against |visited|")
     p.add_argument("--master", default="local[2]", help="the master of --join-scaling")
     args = p.parse_args(argv)
@@ -145,14 +152,16 @@ def main(argv: list[str] | None = None) -> int:
         return join_scaling(args.master)
     results = {"local engine": run(args.config, "local-engine", args.max_states)}
     for master in args.masters:
-        results[f"spark {master}"] = run(args.config, master, args.max_states)
+        for below in args.driver_below:
+            results[f"spark {master} <={below}"] = run(args.config, master, args.max_states, below)
     print(f"config {args.config}" + (f", --max-states {args.max_states}" if args.max_states else ""))
-    print(f"{'engine':16} {'states':>9} {'transitions':>11} {'depth':>5} {'seconds':>8} {'states/s':>9} "
+    print("spark MASTER <=N: levels of at most N states expanded in the driver (0: every level on Spark)")
+    print(f"{'engine':22} {'states':>9} {'transitions':>11} {'depth':>5} {'seconds':>8} {'states/s':>9} "
           f"{'fixed s/level':>13}")
     for name, r in results.items():
-        small = [lv[3] for lv in r["levels"] if lv[2] <= args.small]
+        small = [lv[3] for lv in r["levels"] if lv[2] <= args.small and lv[5] == "spark"]
         fixed = f"{statistics.median(small):.3f}" if small else "-"
-        print(f"{name:16} {r['distinct_states']:>9,} {r['transitions']:>11,} {r['depth']:>5} {r['seconds']:>8.1f} "
+        print(f"{name:22} {r['distinct_states']:>9,} {r['transitions']:>11,} {r['depth']:>5} {r['seconds']:>8.1f} "
               f"{r['distinct_states'] / r['seconds']:>9,.0f} {fixed:>13}")
     local = results["local engine"]
     spark = [n for n in results if n != "local engine"]
@@ -160,13 +169,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ratio {a} / {b} seconds = {results[a]['seconds'] / results[b]['seconds']:.2f}x")
     for name in spark:
         print(f"ratio local engine / {name} seconds = {local['seconds'] / results[name]['seconds']:.2f}x")
-    last = results[spark[-1]]
-    print(f"levels of {spark[-1]}: level, visited before it, its states, seconds, of which expansion job, "
-          f"seconds per 1,000 states")
-    for level, visited, width, seconds, expand in last["levels"]:
-        print(f"  {level:3} {visited:>10,} {width:>9,} {seconds:>8.3f} {expand:>8.3f} "
-              f"{1000 * seconds / max(1, width):>8.3f}")
-    estimate(last["levels"], int(spark[-1].split("[")[1].rstrip("]")) if "[" in spark[-1] else 2, args.small)
+    print("levels, side by side: level, visited before it, its states, then for each Spark run its seconds and "
+          "where the level ran (d: driver, s: Spark)")
+    print(f"  {'':3} {'':>10} {'':>9} " + " ".join(f"{name[6:]:>18}" for name in spark))
+    table = {name: {lv[0]: lv for lv in results[name]["levels"]} for name in spark}
+    for level, visited, width, *_ in results[spark[0]]["levels"]:
+        cells = [table[name].get(level) for name in spark]
+        print(f"  {level:3} {visited:>10,} {width:>9,} " + " ".join(
+            f"{c[3]:>16.3f} {c[5][0]}" if c else f"{'-':>18}" for c in cells))
+    pure = [name for name in spark if name.endswith(" <=0")] or spark
+    last = results[pure[-1]]
+    print(f"estimate from {pure[-1]} (every level on Spark):")
+    master = pure[-1].split()[1]
+    estimate(last["levels"], int(master.split("[")[1].rstrip("]")) if "[" in master else 2, args.small)
     same = all({k: results[n][k] for k in SAME} == {k: local[k] for k in SAME} for n in spark)
     print("same counts, depth, verdicts and counterexamples on every engine:", "yes" if same else "NO")
     return 0 if same else 1

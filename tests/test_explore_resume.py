@@ -205,6 +205,14 @@ def test_checkpoint_options_are_checked(tmp_path, capsys):
 
 @pytest.mark.spark
 @pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java")
-def test_the_spark_engine_refuses_checkpoint_options(tmp_path, capsys):
-    assert main(["explore", "--engine", "spark", "--config", "tiny", "--checkpoint", str(tmp_path / "x")]) == 2
-    assert "local engine" in capsys.readouterr().err
+def test_random_walks_refuse_checkpoint_options_and_an_unknown_engines_file_is_refused(tmp_path, capsys):
+    assert main(["explore", "--walks", "5", "--config", "tiny", "--checkpoint", str(tmp_path / "x")]) == 2
+    assert "not --walks" in capsys.readouterr().err
+    model = BoundedSystem(load_config("tiny"))
+    identity = checkpoint.config_identity(model.cfg)
+    ckpt = tmp_path / "tiny.ckpt"
+    bfs.explore(model, max_states=100, checkpoint=checkpoint.Checkpointer(ckpt, 0, identity))
+    head, _, body = ckpt.read_bytes().partition(b"\n")
+    ckpt.write_bytes(json.dumps({**json.loads(head), "engine": "quantum"}).encode() + b"\n" + body)
+    with pytest.raises(checkpoint.BadCheckpoint, match="does not know"):
+        checkpoint.load(ckpt, identity)

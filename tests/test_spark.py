@@ -81,15 +81,18 @@ def spark():
 
 @pytest.mark.spark
 @pytest.mark.slow
-def test_spark_gives_the_local_engines_counts_verdicts_and_counterexamples(spark):
+@pytest.mark.parametrize("host_below", [0, 100])  # every level on Spark; the thin levels in the driver
+def test_spark_gives_the_local_engines_counts_verdicts_and_counterexamples(spark, host_below):
     from kcm.checkers import spark_bfs
 
     compared = 0
+    where = set()
     for name, bound in (("tiny", None), ("controller", None), ("unclean", None), ("bugs/KIP-101", 3000)):
         model = BoundedSystem(load_config(name))
         local = bfs.explore(model, max_states=bound)
         levels: list = []
-        distributed = spark_bfs.explore(model, spark, max_states=bound, timings=levels)
+        distributed = spark_bfs.explore(model, spark, max_states=bound, timings=levels, host_below=host_below)
+        where.update(t.where for t in levels)
         assert (distributed.distinct_states, distributed.transitions, distributed.depth, distributed.complete) == (
             local.distinct_states, local.transitions, local.depth, local.complete), name
         assert distributed.verdicts(model.properties()) == local.verdicts(model.properties()), name
@@ -98,6 +101,23 @@ def test_spark_gives_the_local_engines_counts_verdicts_and_counterexamples(spark
         assert sum(t.frontier for t in levels) == distributed.distinct_states or bound is not None
         compared += len(local.violations)
     assert compared >= 3, "unclean and KIP-101 break properties, so counterexamples were compared"
+    assert where == ({"spark"} if host_below == 0 else {"spark", "driver"})
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_levels_go_to_the_driver_and_back_as_they_thin_and_grow_with_the_same_results(spark):
+    from kcm.checkers import spark_bfs
+
+    model = BoundedSystem(load_config("controller"))
+    local = bfs.explore(model)
+    levels: list = []
+    found = spark_bfs.explore(model, spark, timings=levels, host_below=1000)
+    # controller's levels: 1, 10, 76, 417, 1440, ... the widest, ... 905, 230, 30, 2
+    assert [t.where for t in levels[:4]] == ["driver"] * 4 and levels[4].where == "spark"
+    assert levels[-1].where == "driver" and "spark" in {t.where for t in levels}
+    assert (found.distinct_states, found.transitions, found.depth, found.violations, found.reached) == (
+        local.distinct_states, local.transitions, local.depth, local.violations, local.reached)
 
 
 @pytest.mark.spark
@@ -147,7 +167,7 @@ def test_a_killed_python_worker_costs_a_retry_not_the_run(spark, tmp_path):
         return model.fingerprint(state) % 7 == 0  # some state past the first levels
 
     expected = bfs.explore(model)
-    found = spark_bfs.explore(KillsOnce(model), spark)
+    found = spark_bfs.explore(KillsOnce(model), spark, host_below=0)  # every level in the Python workers
     assert os.path.exists(marker), "a Python worker was killed"
     assert (found.distinct_states, found.transitions, found.depth) == (
         expected.distinct_states, expected.transitions, expected.depth)
@@ -231,7 +251,8 @@ def test_fingerprints_keep_their_unsigned_order_as_spark_longs():
 
 @pytest.mark.spark
 @pytest.mark.slow
-def test_stopping_at_the_first_violation_ends_where_the_local_engine_bounded_at_that_level_ends(spark):
+@pytest.mark.parametrize("host_below", [0, 2000])
+def test_stopping_at_the_first_violation_ends_where_the_local_engine_bounded_at_that_level_ends(spark, host_below):
     from kcm.checkers import spark_bfs
 
     for name, props in (("unclean", None), ("bugs/KIP-101", ["LogsAgreeBelowHw"]),
@@ -242,7 +263,7 @@ def test_stopping_at_the_first_violation_ends_where_the_local_engine_bounded_at_
         depth = min(len(full.violations[p]) for p in stop_at)  # the level after which the search stops
         through = sum(len(level) for level in full.visited.parents[:depth + 1])
         bounded = bfs.explore(model, max_states=through)  # stops after the same level
-        stopped = spark_bfs.explore(model, spark, stop_at=stop_at)
+        stopped = spark_bfs.explore(model, spark, stop_at=stop_at, host_below=host_below)
         assert (stopped.distinct_states, stopped.transitions, stopped.depth, stopped.complete) == (
             bounded.distinct_states, bounded.transitions, bounded.depth, False), (name, stop_at)
         assert stopped.stopped

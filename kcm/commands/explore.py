@@ -29,6 +29,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "spark-submit's --driver-memory)")
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                    help="spark engine: a Spark setting passed through (repeatable), as spark-submit's --conf")
+    p.add_argument("--driver-below", type=flags.count(0, flags.MAX_STATES), metavar="N",
+                   help="spark engine: levels of at most N states are expanded in the driver, without Spark's job "
+                        "latency (default 2000; 0: every level on Spark); the same counts and counterexamples")
     p.add_argument("--spark-log", action="store_true",
                    help="spark engine: Spark's own logging (start-up lines, warnings) instead of errors only")
     p.add_argument("--workers", type=flags.count(1, 256), default=1, metavar="N",
@@ -50,7 +53,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--symmetry", action="store_true", help="reduce by the config's interchangeable brokers")
     p.add_argument("--symmetry-compare", action="store_true",
                    help="with --symmetry, also run unreduced and report both counts")
-    p.add_argument("--checkpoint", metavar="FILE", help="write a checkpoint to FILE at level (spark: round) boundaries")
+    p.add_argument("--checkpoint", metavar="FILE",
+                   help="write a checkpoint to FILE at level boundaries (one format: any engine resumes any other's)")
     p.add_argument("--checkpoint-every", metavar="SECONDS", type=flags.seconds(0, flags.MAX_SECONDS), default=60.0,
                    help="at most one checkpoint per this many seconds (default 60; 0: at every level)")
     p.add_argument("--resume", metavar="FILE", help="continue the run saved in this checkpoint (same config)")
@@ -79,13 +83,13 @@ def main(args: argparse.Namespace) -> int:
     if args.workers < 1 or args.workers > 256 or args.workers > 1 and (args.engine != "local" or args.walks):
         print("kcm explore: --workers takes 1 to 256, with the local engine's exhaustive search", file=sys.stderr)
         return 2
-    if args.engine == "spark" and (args.checkpoint is not None or args.resume is not None):
-        print("kcm explore: --checkpoint and --resume are for the local engine", file=sys.stderr)
+    if args.walks is not None and (args.checkpoint is not None or args.resume is not None):
+        print("kcm explore: --checkpoint and --resume are for the exhaustive search, not --walks", file=sys.stderr)
         return 2
     identity = checkpoint.config_identity(model.cfg, "symmetry" if explored is not model else "none")
     resume = None
     try:
-        checkpointer = (Checkpointer(args.checkpoint, args.checkpoint_every, identity)
+        checkpointer = (Checkpointer(args.checkpoint, args.checkpoint_every, identity, engine=args.engine)
                         if args.checkpoint is not None else None)
         if args.resume is not None:
             resume = checkpoint.load(args.resume, identity)
@@ -241,9 +245,10 @@ def _spark(args: argparse.Namespace, explored: Any, checkpointer: Checkpointer |
     try:
         if args.walks is not None:
             return spark_walk.walk(explored, spark, args.walks, args.depth, args.seed, progress=walk_progress)
+        below = spark_bfs.HOST_BELOW if args.driver_below is None else args.driver_below
         return spark_bfs.explore(explored, spark, args.max_states, progress, checkpoint=checkpointer, resume=resume,
-                                 stop_at=stop_at)
-    except (OSError, BadCheckpoint) as err:
+                                 stop_at=stop_at, host_below=below)
+    except (OSError, BadCheckpoint, RuntimeError) as err:
         print(f"kcm explore: {err}", file=sys.stderr)
         return 2
     except (Py4JError, PySparkException) as err:
