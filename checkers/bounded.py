@@ -144,6 +144,34 @@ def validate_config(cfg: Any) -> None:
             if kind == EVENTUALLY or name in JUDGES_IGNORED_DELIVERIES:
                 raise BadConfig(f"$.properties[{i}]: {name} cannot be judged under reductions ignored_requests "
                                 f"(it keeps the safety verdicts and the state goals only)")
+    _check_topics(cfg)
+
+
+def cluster_config(cfg: dict[str, Any]) -> ClusterConfig:
+    """The model's configuration a (valid) bounded configuration describes."""
+    return ClusterConfig(
+        brokers=tuple(cfg["brokers"]), rules=cfg.get("rules", "seeds"),
+        unclean_leader_election=cfg.get("unclean_leader_election", False),
+        min_insync_replicas=cfg.get("min_insync_replicas", 1),
+        truncation=cfg.get("truncation", "high_watermark"),
+        variants=tuple(cfg.get("variants", ())), delivery=cfg.get("delivery", "sync"),
+        zombie_controller="zombie_controller" in cfg.get("families", ()))
+
+
+def _create_steps(topics: dict[str, Any]) -> list[A.CreateTopic]:
+    return [A.CreateTopic(t, tuple(sorted((int(p), tuple(r)) for p, r in a.items())))
+            for t, a in sorted(topics.items())]
+
+
+def _check_topics(cfg: dict[str, Any]) -> None:
+    """The reference itself judges the initial topics (partition numbering, replicas): its refusal is BadConfig."""
+    config = cluster_config(cfg)
+    try:
+        state, _ = api.start(config)
+        for action in _create_steps(cfg.get("topics", {})):
+            state, _ = api.step(config, state, action)
+    except KcmError as err:
+        raise BadConfig(f"$.topics: {err.name}: {err.message}") from None
 
 
 def all_properties() -> list[Property]:
@@ -187,13 +215,7 @@ class BoundedSystem(ModelBase):
     def __init__(self, cfg: dict[str, Any]) -> None:
         validate_config(cfg)
         self.cfg = cfg
-        self.config = ClusterConfig(
-            brokers=tuple(cfg["brokers"]), rules=cfg.get("rules", "seeds"),
-            unclean_leader_election=cfg.get("unclean_leader_election", False),
-            min_insync_replicas=cfg.get("min_insync_replicas", 1),
-            truncation=cfg.get("truncation", "high_watermark"),
-            variants=tuple(cfg.get("variants", ())), delivery=cfg.get("delivery", "sync"),
-            zombie_controller="zombie_controller" in cfg.get("families", ()))
+        self.config = cluster_config(cfg)
         self.families = set(cfg.get("families", []))
         self._fold_ignored = "ignored_requests" in cfg.get("reductions", ())
         self._applied = _AppliedDeliveries()  # deliveries seen to change more than their queue (deliver_ignored)
@@ -201,11 +223,9 @@ class BoundedSystem(ModelBase):
         self._leader_isr_writes = "data_plane" in self.families
         self.part_fingerprints = PartFingerprints(len(Cluster._fields))  # memo of `fingerprint`
         self.bounds = dict(_BOUNDS, **cfg.get("bounds", {}))
-        self.topic_steps = [A.CreateTopic(t, tuple(sorted((int(p), tuple(r)) for p, r in a.items())))
-                            for t, a in sorted(cfg.get("topics", {}).items())]
+        self.topic_steps = _create_steps(cfg.get("topics", {}))
         # Topics the `topic_creation` family creates during the run (their replicas' brokers may be down).
-        self.late_steps = [A.CreateTopic(t, tuple(sorted((int(p), tuple(r)) for p, r in a.items())))
-                           for t, a in sorted(cfg.get("late_topics", {}).items())]
+        self.late_steps = _create_steps(cfg.get("late_topics", {}))
         self.tps = [(c.topic, p) for c in self.topic_steps for p, _ in c.assignment]
         wanted = set(cfg.get("properties", []))
         # A config that names its properties gets exactly those; one that names none gets every property it can

@@ -266,6 +266,8 @@ def test_nonsense_bounds_are_refused(tmp_path, capsys, bound, value):
     ('{"brokers": [0, 1], "topics": {"t": {"0": [0, 9]}}}', "$.topics.t.0"),
     ('{"brokers": [0, 1], "topics": {"t": {"x": [0]}}}', "$.topics.t"),
     ('{"brokers": [0, 1], "topics": {"t": []}}', "$.topics.t"),
+    # The reference refuses it (partitions are numbered from 0): found by ci/fuzz.py, a traceback before.
+    ('{"brokers": [0, 1], "topics": {"t": {"1": [0, 1]}}}', "$.topics: InvalidReplicaAssignment"),
     ('{"brokers": [0, 1], "bounds": []}', "$.bounds"),
     ('{"brokers": [0, 1], "bounds": {"max_failure": 1}}', "$.bounds"),
     ('{"brokers": [0, 1], "variants": ["KAFKA-0"]}', "$.variants[0]"),
