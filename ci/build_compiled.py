@@ -19,12 +19,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 EXCLUDED = {"model/transitions.py"}
+BOUND = {"kcm.properties"}  # packages whose functions must stay Cython function objects (see main)
+# The Cython directives of this build, recorded in the manifest: C files generated under others are regenerated.
+DIRECTIVES = {"language_level": 3, "binding_off_outside": sorted(BOUND)}
 
 
 def main(argv: list[str] | None = None) -> int:
     """Compile, then write the manifest; exit 1 if Cython or a compiler is missing."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--jobs", type=int, default=2, help="parallel compiler jobs (default 2)")
+    p.add_argument("--force", action="store_true", help="regenerate every C file (done anyway when the "
+                   "directives changed)")
     args = p.parse_args(argv)
     try:
         from Cython.Build import cythonize
@@ -44,8 +49,18 @@ def main(argv: list[str] | None = None) -> int:
     hashes = {name: digest(path) for name, path in sources.items()}  # of the sources as they are compiled
     work = ROOT / "build" / "compiled-work"
     exts = [Extension(name, [str(path.relative_to(ROOT))]) for name, path in sources.items()]
-    modules = cythonize(exts, build_dir=str(work), quiet=True, nthreads=args.jobs,
-                        compiler_directives={"language_level": 3, "binding": True})
+    # Plain C functions (binding=False) are cheaper to call than Cython's function objects, but take no
+    # attributes: the property predicates carry their `@reads` declaration as one, so they keep binding=True.
+    try:
+        force = args.force or json.loads(MANIFEST.read_text()).get("directives") != DIRECTIVES
+    except (OSError, ValueError, AttributeError):
+        force = True  # no build yet, or a damaged manifest
+    modules = []
+    for binding in (True, False):
+        group = [ext for ext in exts if (ext.name.rpartition(".")[0] in BOUND) == binding]
+        if group:
+            modules += cythonize(group, build_dir=str(work), quiet=True, nthreads=args.jobs, force=force,
+                                 compiler_directives={"language_level": 3, "binding": binding})
     dist = Distribution({"name": "kcm-compiled", "ext_modules": modules})
     cmd = dist.get_command_obj("build_ext")
     cmd.build_lib = str(work / "lib")
@@ -63,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
         binary = name + suffix
         shutil.copyfile(built, BUILD / binary)
         manifest[name] = {"source": hashes[name], "binary": binary}
-    MANIFEST.write_text(json.dumps({"modules": manifest}, indent=1, sort_keys=True) + "\n")
+    MANIFEST.write_text(json.dumps({"modules": manifest, "directives": DIRECTIVES}, indent=1, sort_keys=True) + "\n")
     print(f"build_compiled: {len(manifest)} modules compiled into {BUILD.relative_to(ROOT)}")
     return 0
 
