@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from kcm.checkers.checkpoint import BadCheckpoint, Checkpointer, Snapshot
@@ -71,36 +71,8 @@ def search(model: Any, engine: str, expand_level: Callable[[list[Any]], Iterable
     rechecks = Rechecks(props) if skip_unchanged else None
     found = Exploration(engine)
     start = time.perf_counter()
-    visited = Visited()
-    sizes: list[int] = []  # frontier size of each level, for the estimate of the time left
-    expanded = 0
-    spent = 0.0  # seconds spent before a resume
-    witnesses: dict[str, Witness] = {}
-    if resume is not None:
-        visited, frontier_fps, frontier = resume_frontier(model, resume)
-        meta = resume.meta
-        found.transitions, found.reached = meta["transitions"], set(meta["reached"])
-        witnesses = {name: (root, list(steps)) for name, (root, steps) in meta["witnesses"].items()}
-        depth, sizes, expanded, spent = meta["depth"], list(meta["sizes"]), meta["expanded"], meta["seconds"]
-    else:
-        inits: dict[int, tuple[int, Any]] = {}
-        for i, s in enumerate(model.init_states()):
-            inits.setdefault(model.fingerprint(s), (i, s))
-        fps = np.fromiter(inits, dtype=FP, count=len(inits))
-        order = np.argsort(fps, kind="stable")
-        roots = np.array([i for i, _ in inits.values()], dtype=np.int64)[order]
-        visited.add_level(fps[order], roots, np.zeros(len(inits), dtype=np.int64))
-        states = list(inits.values())
-        frontier, frontier_fps = [], fps[order].tolist()
-        for pos, k in enumerate(order.tolist()):
-            s = states[k][1]
-            frontier.append(s)
-            bad, reached = state_checks(model, s, props)
-            found.reached.update(reached)
-            for name in bad:
-                witnesses.setdefault(name, visited.path(0, pos))
-        depth = 0
-        sizes = [len(frontier)]
+    visited, frontier_fps, frontier, witnesses, depth, sizes, expanded, spent = first_frontier(
+        model, props, found, resume)
     last_report = 0.0
 
     def report(level_done: int, new: int, force: bool = False) -> None:
@@ -202,6 +174,53 @@ def checkpoint_meta(found: Exploration, witnesses: dict[str, Any], depth: int, s
     return {"transitions": found.transitions, "reached": sorted(found.reached),
             "witnesses": {name: [root, steps] for name, (root, steps) in sorted(witnesses.items())},
             "depth": depth, "sizes": sizes, "expanded": expanded, "seconds": seconds}
+
+
+class Start(NamedTuple):
+    """Where a level loop starts: a resumed checkpoint's frontier and counters, or the checked initial states."""
+
+    visited: Visited
+    frontier_fps: list[int]
+    frontier: list[Any]
+    witnesses: dict[str, Witness]
+    depth: int
+    sizes: list[int]  # frontier size of each level, for the estimate of the time left
+    expanded: int
+    spent: float  # seconds spent before a resume
+
+
+def restore_counters(found: Exploration, meta: dict[str, Any]) -> dict[str, Witness]:
+    """Put a checkpoint's transition count and reached goals back into `found`; its witnesses, as lists."""
+    found.transitions, found.reached = meta["transitions"], set(meta["reached"])
+    return {name: (root, list(steps)) for name, (root, steps) in meta["witnesses"].items()}
+
+
+def first_frontier(model: Any, props: list[Any], found: Exploration, resume: Snapshot | None) -> Start:
+    """The first frontier of a search (every engine in this process family): resumed, or the initial states in
+    fingerprint order, each checked against the state properties `props`."""
+    if resume is not None:
+        visited, frontier_fps, frontier = resume_frontier(model, resume)
+        meta = resume.meta
+        witnesses = restore_counters(found, meta)
+        return Start(visited, frontier_fps, frontier, witnesses, meta["depth"], list(meta["sizes"]),
+                     meta["expanded"], meta["seconds"])
+    visited = Visited()
+    inits: dict[int, tuple[int, Any]] = {}
+    for i, s in enumerate(model.init_states()):
+        inits.setdefault(model.fingerprint(s), (i, s))
+    fps = np.fromiter(inits, dtype=FP, count=len(inits))
+    order = np.argsort(fps, kind="stable")
+    roots = np.array([i for i, _ in inits.values()], dtype=np.int64)[order]
+    visited.add_level(fps[order], roots, np.zeros(len(inits), dtype=np.int64))
+    states = list(inits.values())
+    frontier = [states[k][1] for k in order.tolist()]
+    witnesses: dict[str, Witness] = {}
+    for pos, s in enumerate(frontier):
+        bad, reached = state_checks(model, s, props)
+        found.reached.update(reached)
+        for name in bad:
+            witnesses.setdefault(name, visited.path(0, pos))
+    return Start(visited, fps[order].tolist(), frontier, witnesses, 0, [len(frontier)], 0, 0.0)
 
 
 def should_stop(stop_at: Collection[str] | None, witnesses: dict[str, Any]) -> bool:

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from kcm.checkers.bfs import Progress, ProgressFn, _eta, checkpoint_meta, should_stop
+from kcm.checkers.bfs import Progress, ProgressFn, _eta, checkpoint_meta, restore_counters, should_stop
 from kcm.checkers.checkpoint import Checkpointer, Snapshot
 from kcm.checkers.collector import rare_collections
 from kcm.checkers.spark_checkpoint import NO_PARENT, Links, rows_of
@@ -317,8 +317,7 @@ class _Search:
         meta = got.meta
         self.host = list(zip(got.fps, got.parents, got.aidxs, strict=True))
         self.seen = set(got.fps)
-        self.found.transitions, self.found.reached = meta["transitions"], set(meta["reached"])
-        self.paths = {name: (root, list(steps)) for name, (root, steps) in meta["witnesses"].items()}
+        self.paths = restore_counters(self.found, meta)
         frontier = [(fp, order_key(fp if parent == NO_PARENT else parent), aidx, parent, encode(state))
                     for fp, parent, aidx, state in got.frontier]
         return frontier, meta["depth"], list(meta["sizes"]), meta["seconds"]

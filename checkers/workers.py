@@ -25,11 +25,11 @@ from collections.abc import Collection
 from typing import Any
 
 import numpy as np
-from kcm.checkers.bfs import Progress, ProgressFn, checkpoint_meta, resume_frontier, should_stop
+from kcm.checkers.bfs import Progress, ProgressFn, checkpoint_meta, first_frontier, should_stop
 from kcm.checkers.checkpoint import Checkpointer, Snapshot
 from kcm.checkers.collector import rare_collections
 from kcm.checkers.verdicts import Exploration, indexed_successors, state_checks, step_checks
-from kcm.checkers.visited import FP, Visited, replay
+from kcm.checkers.visited import FP, replay
 from kcm.model.interface import STATE_KINDS, STEP_KINDS
 
 SENT_CACHE = 1 << 21  # fingerprints a worker remembers having sent (then it forgets them all and starts again)
@@ -189,32 +189,9 @@ def _coordinate(model: Any, workers: int, inboxes: list[Any], results: Any, proc
     """The coordinator's level loop (the same bookkeeping as `bfs.search`)."""
     found = Exploration(f"local, {workers} workers")
     start = time.perf_counter()
-    spent, expanded = 0.0, 0
-    witnesses: dict[str, tuple[int, list[int]]] = {}
     props = [p for p in model.properties() if p.expectation in STATE_KINDS]
-    if resume is not None:
-        visited, frontier_fps, states = resume_frontier(model, resume)
-        meta = resume.meta
-        found.transitions, found.reached = meta["transitions"], set(meta["reached"])
-        witnesses = {name: (root, list(steps)) for name, (root, steps) in meta["witnesses"].items()}
-        depth, sizes, expanded, spent = meta["depth"], list(meta["sizes"]), meta["expanded"], meta["seconds"]
-    else:
-        visited = Visited()
-        inits: dict[int, tuple[int, Any]] = {}
-        for i, s in enumerate(model.init_states()):
-            inits.setdefault(model.fingerprint(s), (i, s))
-        fps = np.fromiter(inits, dtype=FP, count=len(inits))
-        order = np.argsort(fps, kind="stable")
-        roots = [i for i, _ in inits.values()]
-        visited.add_level(fps[order], np.array(roots, dtype=np.int64)[order], np.zeros(len(inits), dtype=np.int64))
-        states = [list(inits.values())[k][1] for k in order.tolist()]
-        frontier_fps = fps[order].tolist()
-        for pos, s in enumerate(states):
-            bad, reached = state_checks(model, s, props)
-            found.reached.update(reached)
-            for name in bad:
-                witnesses.setdefault(name, visited.path(0, pos))
-        depth, sizes = 0, [len(states)]
+    visited, frontier_fps, states, witnesses, depth, sizes, expanded, spent = first_frontier(
+        model, props, found, resume)
     owner = np.asarray(frontier_fps, dtype=FP) % np.uint64(workers)
     for w in range(workers):
         mine = visited.seen[visited.seen % np.uint64(workers) == np.uint64(w)]
