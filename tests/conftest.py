@@ -2,11 +2,16 @@
 
 Every Hypothesis test without settings of its own runs derandomized (the same examples each run), with no
 deadline (a busy machine must not turn a slow example into a failure) and no example database (a failure found
-once on one machine must not change what a later run tries).
+once on one machine must not change what a later run tries). Also the one Spark session fixture the Spark test
+modules share.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
+
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -18,3 +23,15 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.load_profile("kcm-suite")
+
+
+@pytest.fixture(scope="module")
+def spark():
+    """One local[2] session for a module's in-process Spark tests (its start-up is the slow part)."""
+    if shutil.which("java") is None and not os.environ.get("CI"):
+        pytest.skip("Spark needs Java")
+    from kcm.checkers import spark_bfs
+
+    session = spark_bfs.spark_session("local[2]")
+    yield session
+    session.stop()

@@ -67,18 +67,6 @@ def test_the_master_comes_from_the_option_else_spark_defaults_else_local(tmp_pat
     assert resolve_master("local[2]") == "local[2]"
 
 
-@pytest.fixture(scope="module")
-def spark():
-    """One local[2] session for the module's Spark tests (its start-up is the slow part)."""
-    if shutil.which("java") is None and not IN_CI:
-        pytest.skip("Spark needs Java")
-    from kcm.checkers import spark_bfs
-
-    session = spark_bfs.spark_session("local[2]")
-    yield session
-    session.stop()
-
-
 @pytest.mark.spark
 @pytest.mark.slow
 @pytest.mark.parametrize("host_below", [0, 100])  # every level on Spark; the thin levels in the driver

@@ -17,6 +17,7 @@ from kcm.checkers.bounded import BoundedSystem, load_config
 from kcm.checkers.spark_checkpoint import NO_PARENT, Links, as_longs
 
 IN_CI = bool(os.environ.get("CI"))
+needs_java = pytest.mark.skipif(shutil.which("java") is None and not IN_CI, reason="Spark needs Java")
 CLI = [sys.executable, "-c", "import sys; from kcm.cli import main; sys.exit(main(sys.argv[1:]))", "explore"]
 KEYS = ("distinct_states", "transitions", "depth", "complete", "verdicts", "counterexamples")
 SPARK = ["--engine", "spark", "--master", "local[2]"]
@@ -58,18 +59,6 @@ def test_parent_links_by_fingerprint_become_the_local_engines_levels_and_paths()
         Links.of(np.array([1, 2]), np.array([NO_PARENT, 5]), np.array([0, 0]))
     with pytest.raises(ValueError, match="reach no initial state"):
         Links.of(np.array([1, 2]), np.array([2, 1]), np.array([0, 0]))
-
-
-@pytest.fixture(scope="module")
-def spark():
-    """One local[2] session for this module's in-process tests."""
-    if shutil.which("java") is None and not IN_CI:
-        pytest.skip("Spark needs Java")
-    from kcm.checkers import spark_bfs
-
-    session = spark_bfs.spark_session("local[2]")
-    yield session
-    session.stop()
 
 
 @pytest.mark.spark
@@ -149,11 +138,10 @@ def _summary(args: list[str]) -> dict:
     return json.loads(done.stdout)
 
 
+@needs_java
 @pytest.mark.spark
 @pytest.mark.slow
 def test_a_spark_run_killed_mid_run_resumes_to_the_counts_of_an_uninterrupted_run(tmp_path):
-    if shutil.which("java") is None and not IN_CI:
-        pytest.skip("Spark needs Java")
     identity = checkpoint.config_identity(load_config("controller"))
     ckpt = tmp_path / "controller.ckpt"
     proc = subprocess.Popen(CLI + ["--config", "controller", "--quiet", "--checkpoint", str(ckpt),
@@ -198,11 +186,10 @@ sys.exit(main(sys.argv[1:]))
 '''
 
 
+@needs_java
 @pytest.mark.spark
 @pytest.mark.slow
 def test_a_spark_run_killed_during_a_checkpoint_write_resumes_from_the_last_whole_one(tmp_path):
-    if shutil.which("java") is None and not IN_CI:
-        pytest.skip("Spark needs Java")
     identity = checkpoint.config_identity(load_config("controller"))
     ckpt = tmp_path / "controller.ckpt"
     args = ["explore", "--config", "controller", "--quiet", "--checkpoint", str(ckpt), "--checkpoint-every", "0",
