@@ -295,9 +295,14 @@ def expander(model: Any) -> Callable[[list[Any]], Iterable[Row]]:
     fingerprint = model.fingerprint
 
     def expand_level(frontier: list[Any]) -> Iterable[Row]:
+        nonlocal props
         for pos, state in enumerate(frontier):
             for aidx, action, nxt, effects in indexed_successors(model, state):
                 bad_step, reached = step_checks(model, state, action, nxt, effects, props)
+                if reached:
+                    # A step goal reached once is reported once: `search` records it, judging it again changes
+                    # nothing (as for the state goals, see `search`).
+                    props = [p for p in props if p.name not in reached]
                 yield fingerprint(nxt), nxt, pos, aidx, action, bad_step, None, reached
 
     return expand_level

@@ -297,10 +297,11 @@ class BoundedSystem(ModelBase):
         if "preferred" in fam and not preferred_election_is_idle(self.config, state):
             out.append(A.PreferredElection())
         assignments = dict(state.zk.assignments)
+        moving = {k for k, _ in state.ctx.reassignments}
         for tp in self.tps:
             if tp not in assignments:
                 continue
-            if "reassignment" in fam and not any(k == tp for k, _ in state.ctx.reassignments):
+            if "reassignment" in fam and tp not in moving:
                 # A target equal to AR is a no-op for a correct controller (it clears the request): when the
                 # controller will see it at once and nothing else is pending for tp, it is not offered.
                 idle = self._idle_target(state, tp)
@@ -483,20 +484,33 @@ class BoundedSystem(ModelBase):
         With `parent` (a state within the bounds that `state` follows), parts `state` shares with it are not
         judged again: a step hands back every part it left unchanged as the very same object.
         """
+        # Plain loops, not any()/all() over generators: this runs on every transition, and the compiled build
+        # makes a generator object and a closure for each generator expression.
         b = self.bounds
-        if (parent is None or state.brokers is not parent.brokers) and any(
-                s.incarnation > b["max_restarts"] for _, s in state.brokers):
-            return False
+        if parent is None or state.brokers is not parent.brokers:
+            limit = b["max_restarts"]
+            for _, s in state.brokers:
+                if s.incarnation > limit:
+                    return False
         if parent is None or state.zk is not parent.zk:
             if state.zk.controller_epoch > b["max_controller_epoch"]:
                 return False
-            if any(lai.leader_epoch > b["max_leader_epoch"] for _, lai in state.zk.partitions):
+            limit = b["max_leader_epoch"]
+            for _, lai in state.zk.partitions:
+                if lai.leader_epoch > limit:
+                    return False
+        if parent is None or state.inflight is not parent.inflight:
+            total = 0
+            for _, q in state.inflight:
+                total += len(q)
+            if total > b["max_inflight"]:
                 return False
-        if (parent is None or state.inflight is not parent.inflight) and sum(
-                len(q) for _, q in state.inflight) > b["max_inflight"]:
-            return False
-        return (parent is not None and state.replicas is parent.replicas) or all(
-            len(r.log) <= b["max_records"] for _, r in state.replicas)
+        if parent is None or state.replicas is not parent.replicas:
+            limit = b["max_records"]
+            for _, r in state.replicas:
+                if len(r.log) > limit:
+                    return False
+        return True
 
     def fingerprint(self, state: Cluster) -> int:
         """The stable 64-bit fingerprint (of the canonical form when leaders update ISRs themselves).

@@ -6,7 +6,7 @@ hashable, compares by value, pickles canonically and has a stable fingerprint.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from kcm.model.fmap import EMPTY, FMap
 from kcm.model.tables import DEFAULT_RULES, RuleSet, rule_set
@@ -43,6 +43,29 @@ class ClusterConfig(NamedTuple):
         return variant in self.variants
 
 
+# Each record type's field positions, for `replace`.
+_POSITIONS: dict[type, dict[str, int]] = {}
+
+
+def replace(record: Any, **changes: Any) -> Any:
+    """A copy of a NamedTuple record with the named fields changed, as `record._replace(**changes)` gives.
+
+    NamedTuple's own `_replace` is Python code in the standard library; this one is compiled with the model,
+    which counts on the paths that run once per step (a broker's state on failure, restart, shutdown).
+    """
+    kind = type(record)
+    positions = _POSITIONS.get(kind)
+    if positions is None:
+        positions = _POSITIONS[kind] = {name: i for i, name in enumerate(record._fields)}
+    values = list(record)
+    for name, value in changes.items():
+        at = positions.get(name)
+        if at is None:
+            raise ValueError(f"Got unexpected field names: {[name]!r}")
+        values[at] = value
+    return tuple.__new__(kind, values)
+
+
 class LeaderAndIsr(NamedTuple):
     """A partition state znode: leader, leader epoch, ISR, the controller epoch that wrote it, zkVersion."""
 
@@ -77,12 +100,12 @@ class Reassignment(NamedTuple):
     @property
     def adding(self) -> tuple[int, ...]:
         """RAR - OAR, in target order."""
-        return tuple(b for b in self.target if b not in self.original)
+        return tuple([b for b in self.target if b not in self.original])
 
     @property
     def removing(self) -> tuple[int, ...]:
         """OAR - RAR, in original order."""
-        return tuple(b for b in self.original if b not in self.target)
+        return tuple([b for b in self.original if b not in self.target])
 
     @property
     def replicas(self) -> tuple[int, ...]:

@@ -66,7 +66,10 @@ def one_leader_per_epoch(model: Any, before: Cluster, action: Any, after: Cluste
     if old == after.ghost.elected:
         return True
     previous = dict(old)
-    return all(previous.get(key, leader) == leader for key, leader in after.ghost.elected)
+    for key, leader in after.ghost.elected:
+        if previous.get(key, leader) != leader:
+            return False
+    return True
 
 
 def leader_epochs_never_go_back(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
@@ -88,7 +91,10 @@ def controller_epoch_monotone(model: Any, before: Cluster, action: Any, after: C
     if after.brokers is before.brokers:
         return True
     old = dict(before.brokers)
-    return all(b.controller_epoch >= old[i].controller_epoch for i, b in after.brokers if i in old)
+    for i, b in after.brokers:
+        if i in old and b.controller_epoch < old[i].controller_epoch:
+            return False
+    return True
 
 
 def brokers_refuse_stale_epochs(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
@@ -114,14 +120,21 @@ def brokers_refuse_stale_epochs(model: Any, before: Cluster, action: Any, after:
 @reads("brokers", "zk.controller_epoch")
 def no_broker_ahead_of_zookeeper(model: Any, state: Cluster) -> bool:
     """No broker has accepted a controller epoch that /controller_epoch never reached."""
-    return all(b.controller_epoch <= state.zk.controller_epoch for _, b in state.brokers)
+    epoch = state.zk.controller_epoch
+    for _, b in state.brokers:
+        if b.controller_epoch > epoch:
+            return False
+    return True
 
 
 @reads("zk.assignments", "ctx.reassignments")
 def reassignment_ar_is_union(model: Any, state: Cluster) -> bool:
     """During a reassignment AR = RAR followed by OAR - RAR (the seeds' OAR + RAR, contract rule 8)."""
     assignments = dict(state.zk.assignments)
-    return all(assignments.get(tp) == r.replicas for tp, r in state.ctx.reassignments)
+    for tp, r in state.ctx.reassignments:
+        if assignments.get(tp) != r.replicas:
+            return False
+    return True
 
 
 def ar_shrinks_only_last(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
@@ -182,8 +195,10 @@ def deletion_states_only_while_deleting(model: Any, state: Cluster) -> bool:
     alone (as Kafka's) and is outside this property's scope (`hypothesis_machine.outside_controller_paths`).
     """
     deleting = set(state.ctx.topics_to_delete)
-    return all(s not in ReplicaState.DELETION or topic in deleting
-               for (topic, _p, _b), s in state.ctx.replica_states)
+    for (topic, _p, _b), s in state.ctx.replica_states:
+        if s in ReplicaState.DELETION and topic not in deleting:
+            return False
+    return True
 
 
 @reads("zk.assignments", "ctx.topics_to_delete", "ctx.controller_id", "ctx.partition_states", "ctx.replica_states")
@@ -192,8 +207,13 @@ def deleted_topics_leave_nothing(model: Any, state: Cluster) -> bool:
     live = {tp[0] for tp, _ in state.zk.assignments} | set(state.ctx.topics_to_delete)
     if state.ctx.controller_id < 0:
         return True
-    return all(tp[0] in live for tp, _ in state.ctx.partition_states) and all(
-        key[0] in live for key, _ in state.ctx.replica_states)
+    for tp, _ in state.ctx.partition_states:
+        if tp[0] not in live:
+            return False
+    for key, _ in state.ctx.replica_states:
+        if key[0] not in live:
+            return False
+    return True
 
 
 def clean_elections(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
@@ -242,7 +262,10 @@ def controller_cache_matches_zk(model: Any, state: Cluster) -> bool:
     if state.ctx.controller_id < 0:
         return True
     zk = dict(state.zk.partitions)
-    return all(zk.get(tp) == lai for tp, lai in state.ctx.leadership)
+    for tp, lai in state.ctx.leadership:
+        if zk.get(tp) != lai:
+            return False
+    return True
 
 
 def replicas_act_on_znode(state: Cluster, judged: Any, wait_for_inflight: bool = True) -> bool:

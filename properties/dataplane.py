@@ -87,6 +87,8 @@ def isr_joins_reach_epoch_start(model: Any, before: Cluster, action: Any, after:
     A leader's own ISR expansion keeps the leader epoch; the follower's fetch offset is the LEO the leader records
     for it. Controller writes (a new leader epoch) are not judged here.
     """
+    if after.zk.partitions is before.zk.partitions:
+        return True  # no znode written, so no ISR grew
     old = dict(before.zk.partitions)
     replicas = dict(after.replicas)
     for tp, lai in after.zk.partitions:

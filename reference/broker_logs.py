@@ -49,10 +49,10 @@ def _advance_hw(t: Txn, tp: tuple, leader: int) -> None:
     pending = t.ghost.lookup("pending", tp, ())
     if not pending:
         return
-    acked = tuple(r for r in pending if r[0] < new_hw and r[0] < len(log) and log[r[0]] == r[1])
+    acked = tuple([r for r in pending if r[0] < new_hw and r[0] < len(log) and log[r[0]] == r[1]])
     # A pending record truncated away was never acknowledged: its producer saw an error.
-    gone = tuple(r for r in pending if r[0] >= len(log) or log[r[0]] != r[1])
-    rest = tuple(r for r in pending if r not in acked and r not in gone)
+    gone = tuple([r for r in pending if r[0] >= len(log) or log[r[0]] != r[1]])
+    rest = tuple([r for r in pending if r not in acked and r not in gone])
     if acked:
         t.ghost.acked[tp] = t.ghost.acked.get(tp, ()) + acked
     if rest:

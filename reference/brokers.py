@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kcm.model.actions import BrokerBounce, BrokerFail, BrokerStart, ControlledShutdown, SessionExpiry
-from kcm.model.cluster import NO_LEADER
+from kcm.model.cluster import NO_LEADER, replace
 from kcm.model.errors import BrokerNotAvailable
 from kcm.model.states import PartitionState as P
 from kcm.model.states import ReplicaState as R
@@ -30,8 +30,8 @@ def broker_start(t: Txn, a: BrokerStart) -> None:
     state = t.brokers[a.broker]
     if state.alive:
         raise BrokerNotAvailable(f"broker {a.broker} is already live")
-    t.brokers[a.broker] = state._replace(alive=True, shutting_down=False, incarnation=state.incarnation + 1,
-                                         leftover_batch=False)
+    t.brokers[a.broker] = replace(state, alive=True, shutting_down=False, incarnation=state.incarnation + 1,
+                                  leftover_batch=False)
     _restart_locally(t, a.broker)
     t.zk.brokers.add(a.broker)
     if not has_controller(t):
@@ -46,7 +46,7 @@ def _restart_locally(t: Txn, broker: int) -> None:
     """A restarted broker has lost its in-memory partition state; its logs and checkpointed HW remain."""
     for key, data in list(t.replicas.items()):
         if key[2] == broker:
-            t.replicas[key] = data._replace(leader=NO_LEADER, leader_epoch=-1)
+            t.replicas[key] = replace(data, leader=NO_LEADER, leader_epoch=-1)
     broker_logs.on_broker_restart(t, broker)
 
 
@@ -67,10 +67,10 @@ def broker_bounce(t: Txn, a: BrokerBounce) -> None:
                                  "(broker_fail, then broker_start)")
     requests.drop_inflight(t, a.broker)
     broker_logs.on_broker_crash(t, a.broker)
-    restarted = state._replace(shutting_down=False, incarnation=state.incarnation + 1, leftover_batch=False)
+    restarted = replace(state, shutting_down=False, incarnation=state.incarnation + 1, leftover_batch=False)
     if has_controller(t) and not t.config.has("KAFKA-1120"):
         # The controller handles the old incarnation's failure first; nothing it sends reaches the old one.
-        t.brokers[a.broker] = restarted._replace(alive=False)
+        t.brokers[a.broker] = replace(restarted, alive=False)
         t.ctx.live_brokers.discard(a.broker)
         t.ctx.discard("shutting_down", a.broker)
         on_broker_failure(t, {a.broker})
@@ -102,11 +102,11 @@ def session_expiry(t: Txn, a: SessionExpiry) -> None:
     requests.drop_inflight(t, a.broker)
     if not has_controller(t):
         return
-    t.brokers[a.broker] = state._replace(alive=False)
+    t.brokers[a.broker] = replace(state, alive=False)
     t.ctx.live_brokers.discard(a.broker)
     t.ctx.discard("shutting_down", a.broker)
     on_broker_failure(t, {a.broker})
-    t.brokers[a.broker] = state._replace(shutting_down=False)
+    t.brokers[a.broker] = replace(state, shutting_down=False)
     if t.config.has("KAFKA-2729"):
         t.note(f"broker {a.broker} registered again but the controller missed it; it keeps its old view")
         return
@@ -123,7 +123,7 @@ def on_broker_startup(t: Txn, new: set[int]) -> None:
     handle_replica_changes(t, replicas, R.ONLINE)
     trigger_online_partition_state_change(t)
     for tp, r in t.ctx.sorted_items("reassignments"):
-        if any(b in new for b in r.target) and t.ctx.reassignments.get(tp) == r:
+        if not new.isdisjoint(r.target) and t.ctx.reassignments.get(tp) == r:
             on_partition_reassignment(t, tp, r)
     for topic in sorted({tp[0] for tp, _ in replicas if is_deleting(t, tp[0])}):
         t.ctx.topics_ineligible.discard(topic)
@@ -137,7 +137,7 @@ def broker_fail(t: Txn, a: BrokerFail) -> None:
     state = t.brokers[a.broker]
     if not state.alive:
         raise BrokerNotAvailable(f"broker {a.broker} is not live")
-    t.brokers[a.broker] = state._replace(alive=False, shutting_down=False)
+    t.brokers[a.broker] = replace(state, alive=False, shutting_down=False)
     requests.drop_inflight(t, a.broker)
     if t.zombie is not None and t.zombie.controller_id == a.broker:
         t.zombie = None  # a dead process cannot act
@@ -177,7 +177,7 @@ def controlled_shutdown(t: Txn, a: ControlledShutdown) -> None:
     state = t.brokers[a.broker]
     if not state.alive or not has_controller(t):
         raise BrokerNotAvailable(f"broker {a.broker} is not live")
-    t.brokers[a.broker] = state._replace(shutting_down=True)
+    t.brokers[a.broker] = replace(state, shutting_down=True)
     t.ctx.shutting_down.add(a.broker)
     tps = [tp for tp, ar in t.ctx.sorted_items("assignments")
            if a.broker in ar and len(ar) > 1 and not is_deleting(t, tp[0])]

@@ -18,7 +18,7 @@ def is_deleting(t: Txn, topic: str) -> bool:
 
 def partitions_of(t: Txn, topic: str) -> list[tuple]:
     """The topic's partitions the controller knows, in partition order."""
-    return sorted(tp for tp in t.ctx.assignments if tp[0] == topic)
+    return sorted([tp for tp in t.ctx.assignments if tp[0] == topic])
 
 
 def replicas_on(t: Txn, brokers: set[int]) -> list[tuple[tuple, int]]:

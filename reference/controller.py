@@ -31,7 +31,7 @@ def reset_context(t: Txn) -> None:
 def elect_controller(t: Txn, preferred: int = NO_CONTROLLER) -> None:
     """Live brokers race for /controller: the preferred one if live, else the lowest live id; then failover."""
     reset_context(t)
-    live = sorted(b for b, s in t.brokers.items() if s.alive)
+    live = sorted([b for b, s in t.brokers.items() if s.alive])
     if not live:
         t.zk.controller = NO_CONTROLLER
         return
@@ -97,7 +97,7 @@ def _drop_reassignments_with_dead_targets(t: Txn) -> None:
             t.note(f"{tp[0]}-{tp[1]}: new replicas {list(r.target)} are not all live; reassignment abandoned")
             del c.reassignments[tp]
             t.zk.reassign_partitions.pop(tp, None)
-            t.zk.reassign_original = tuple(kv for kv in t.zk.reassign_original if kv[0] != tp)
+            t.zk.reassign_original = tuple([kv for kv in t.zk.reassign_original if kv[0] != tp])
 
 
 def replica_state_machine_startup(t: Txn) -> None:
@@ -143,7 +143,7 @@ def controller_resign(t: Txn, a: ControllerResign) -> None:
     """/controller goes away; a new election runs (the named broker wins if live)."""
     if a.broker >= 0 and not (a.broker in t.brokers and t.brokers[a.broker].alive):
         raise BrokerNotAvailable(f"broker {a.broker} is not live and cannot win the election")
-    if not any(s.alive for s in t.brokers.values()):
+    if not [b for b, s in t.items("brokers") if s.alive]:
         raise BrokerNotAvailable("no live broker to elect as controller")
     old = t.ctx.controller_id
     # The old controller may still be finishing an event with its stale context when another broker wins.

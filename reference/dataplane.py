@@ -95,7 +95,7 @@ def produce(t: Txn, a: Produce) -> None:
     start = data.leo
     t.replicas[_key(a.tp, leader)] = _new(ReplicaData, (data[0] + (data.leader_epoch,) * a.records, *data[1:]))
     if acks_all:
-        new = tuple((start + i, data.leader_epoch) for i in range(a.records))
+        new = tuple([(start + i, data.leader_epoch) for i in range(a.records)])
         t.ghost.pending[a.tp] = t.ghost.pending.get(a.tp, ()) + new
     _advance_hw(t, a.tp, leader)  # a leader alone in its ISR commits at once
     t.result = a.records
@@ -103,8 +103,8 @@ def produce(t: Txn, a: Produce) -> None:
 
 def followers(t: Txn, tp: tuple, leader: int) -> list[int]:
     """The live brokers that follow `leader` for tp by their last LeaderAndIsr, in broker order."""
-    return sorted(b for (topic, part, b), d in t.replicas.items()
-                  if (topic, part) == tp and b != leader and d.leader == leader and _alive(t, b))
+    return sorted([b for (topic, part, b), d in t.replicas.items()
+                   if (topic, part) == tp and b != leader and d.leader == leader and _alive(t, b)])
 
 
 def believed_leader(t: Txn, tp: tuple, follower: int) -> int:
@@ -206,20 +206,20 @@ def isr_shrink(t: Txn, a: IsrShrink) -> None:
         raise NotLeaderOrFollower(f"broker {a.broker} leads {tp_name(a.tp)}: a leader never drops itself")
     if a.broker not in data.isr:
         raise NotLeaderOrFollower(f"broker {a.broker} is not in the ISR {list(data.isr)} of {tp_name(a.tp)}")
-    _write_isr(t, a.tp, leader, tuple(b for b in data.isr if b != a.broker))
+    _write_isr(t, a.tp, leader, tuple([b for b in data.isr if b != a.broker]))
     _advance_hw(t, a.tp, leader)  # a smaller ISR may let the HW move (min LEO over fewer replicas)
 
 
 def consumed_records(t: Txn, tp: tuple, offset: int) -> tuple[tuple[int, int], ...]:
     """The (offset, leader epoch) records a consumer fetch from `offset` gets: those below the acting leader's HW."""
     data = t.replicas[_key(tp, acting_leader(t, tp))]
-    return tuple((o, data.log[o]) for o in range(max(offset, 0), data.hw))
+    return tuple([(o, data.log[o]) for o in range(max(offset, 0), data.hw)])
 
 
 def unseen(t: Txn, tp: tuple, records: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:
     """The records no consumer was handed before (the ghost record of consumed records lacks them)."""
     seen = t.ghost.consumed.get(tp, ())
-    return tuple(r for r in records if r not in seen)
+    return tuple([r for r in records if r not in seen])
 
 
 @handles(Consume)

@@ -95,7 +95,7 @@ def remove_replica_from_isr(t: Txn, tp: tuple, replica: int) -> LeaderAndIsr | N
         if replica not in cur.isr and cur.leader != replica:
             return None
         leader = NO_LEADER if cur.leader == replica else cur.leader
-        isr = cur.isr if len(cur.isr) == 1 else tuple(b for b in cur.isr if b != replica)
+        isr = cur.isr if len(cur.isr) == 1 else tuple([b for b in cur.isr if b != replica])
         return leader, isr
 
     return update_leader_and_isr(t, tp, decide)

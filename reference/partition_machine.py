@@ -54,7 +54,7 @@ def initialize_leader_and_isr(t: Txn, tp: tuple) -> bool:
     """NewPartition -> OnlinePartition: the first live replica leads, the live replicas form the ISR."""
     live = eligible_brokers(t)
     ar = t.ctx.assignments.get(tp, ())
-    live_ar = tuple(b for b in ar if b in live)
+    live_ar = tuple([b for b in ar if b in live])
     if not live_ar:
         return False
     leadership.create_partition_state(t, tp, live_ar[0], live_ar)
@@ -64,12 +64,12 @@ def initialize_leader_and_isr(t: Txn, tp: tuple) -> bool:
 
 def choose(t: Txn, tp: tuple, selector: str, isr: tuple[int, ...]) -> selectors.Choice:
     """Run the named selector on the partition's AR and the given ISR."""
-    ar = t.ctx.assignments.get(tp, ())
+    ar = t.ctx.lookup("assignments", tp, ())  # read without thawing the field
     live = eligible_brokers(t)
     if selector == selectors.OFFLINE:
         return selectors.offline(ar, isr, live, t.config.unclean_leader_election)
     if selector == selectors.REASSIGNED:
-        r = t.ctx.reassignments.get(tp)
+        r = t.ctx.lookup("reassignments", tp)
         return selectors.reassigned(r.target if r is not None else ar, isr, live)
     if selector == selectors.PREFERRED:
         return selectors.preferred(ar, isr, live)

@@ -27,8 +27,9 @@ def tried(t: Txn, tps: list[tuple]) -> list[tuple]:
     """The partitions of tps a preferred election tries to re-elect: none without an active controller."""
     if not has_controller(t):
         return []
-    return [tp for tp in tps if not not_needed(is_deleting(t, tp[0]), t.ctx.leadership.get(tp),
-                                               t.ctx.assignments.get(tp, ()))]
+    ctx = t.ctx  # read with lookup: nothing is thawed (the explorer asks this of every state it expands)
+    return [tp for tp in tps if not not_needed(is_deleting(t, tp[0]), ctx.lookup("leadership", tp),
+                                               ctx.lookup("assignments", tp, ()))]
 
 
 @handles(PreferredElection)

@@ -82,7 +82,7 @@ def on_partition_reassignment(t: Txn, tp: tuple, r: Reassignment) -> None:
         t.ctx.assignments[tp] = ar
         stop_removed_replicas(t, tp, [b for b in previous if b not in ar])
     lai = t.zk.partitions.get(tp)
-    if not (r.adding or r.removing) or (lai is not None and all(b in lai.isr for b in r.target)):
+    if not (r.adding or r.removing) or (lai is not None and set(r.target).issubset(lai.isr)):
         complete(t, tp, r)
         return
     if lai is not None:  # step 2: LeaderAndIsr to OAR + RAR with the next leader epoch (rule 11)
@@ -138,5 +138,5 @@ def on_isr_change(t: Txn, tp: tuple) -> None:
     leadership.refresh_from_zk(t, tp)
     r = t.ctx.lookup("reassignments", tp)
     lai = t.ctx.leadership.get(tp)
-    if r is not None and lai is not None and all(b in lai.isr for b in r.target):
+    if r is not None and lai is not None and set(r.target).issubset(lai.isr):
         complete(t, tp, r)

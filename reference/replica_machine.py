@@ -62,7 +62,7 @@ def _move(t: Txn, tp: tuple, b: int, target: str) -> None:
             leadership.refresh_from_zk(t, tp)
             new = znode
         if new is not None and not is_deleting(t, tp[0]):
-            others = tuple(r for r in t.ctx.assignments.get(tp, ()) if r != b)
+            others = tuple([r for r in t.ctx.assignments.get(tp, ()) if r != b])
             requests.add_leader_and_isr(t, others, tp)
     elif target == R.DELETION_STARTED:
         t.set_replica_state(tp, b, target)
@@ -74,7 +74,7 @@ def _move(t: Txn, tp: tuple, b: int, target: str) -> None:
             requests.add_stop_replica(t, b, tp, delete=True)
         ar = t.ctx.assignments.get(tp)
         if ar is not None and b in ar:
-            t.ctx.assignments[tp] = tuple(r for r in ar if r != b)
+            t.ctx.assignments[tp] = tuple([r for r in ar if r != b])
     else:
         t.set_replica_state(tp, b, target)
 

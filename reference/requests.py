@@ -89,9 +89,14 @@ def add_update_metadata(t: Txn, brokers: Any, tps: Any) -> None:
 def add_stop_replica(t: Txn, broker: int, tp: tuple, delete: bool) -> None:
     """Queue StopReplica for tp to broker (delete: remove the log too); once queued with delete, it keeps it."""
     b = batch(t)
-    delete = delete or any(r[2] for r in b.stop_replica if (r[0], r[1]) == (broker, tp))
-    b.stop_replica = [r for r in b.stop_replica if (r[0], r[1]) != (broker, tp)]
-    b.stop_replica.append((broker, tp, delete))
+    kept = []
+    for r in b.stop_replica:
+        if r[0] == broker and r[1] == tp:
+            delete = delete or r[2]
+        else:
+            kept.append(r)
+    kept.append((broker, tp, delete))
+    b.stop_replica = kept
 
 
 def flush(t: Txn) -> None:
@@ -133,7 +138,7 @@ def send(t: Txn, req: Any) -> None:
 @handles(Deliver)
 def deliver_next(t: Txn, a: Deliver) -> None:
     """The `deliver` step: the oldest request in flight to the broker (from one epoch) is applied or refused."""
-    epochs = sorted(e for b, e in t.inflight if b == a.broker and t.inflight[(b, e)])
+    epochs = sorted([e for b, e in t.inflight if b == a.broker and t.inflight[(b, e)]])
     epoch = a.controller_epoch if a.controller_epoch >= 0 else (epochs[0] if epochs else -1)
     queue = t.inflight.get((a.broker, epoch), ())
     if not queue:

@@ -20,7 +20,7 @@ def offline(ar: Sequence[int], isr: Collection[int], live: Collection[int], uncl
     """First live AR replica in the ISR (ISR := live ISR); else, if unclean, first live AR replica (ISR := [it])."""
     for b in ar:
         if b in live and b in isr:
-            return b, tuple(sorted(r for r in isr if r in live))
+            return b, tuple(sorted([r for r in isr if r in live]))
     if unclean:
         for b in ar:
             if b in live:
@@ -48,5 +48,5 @@ def controlled_shutdown(ar: Sequence[int], isr: Collection[int], live: Collectio
     """First AR replica in the ISR, live and not shutting down; the ISR loses the shutting-down brokers."""
     for b in ar:
         if b in isr and b in live and b not in shutting_down:
-            return b, tuple(sorted(r for r in isr if r not in shutting_down))
+            return b, tuple(sorted([r for r in isr if r not in shutting_down]))
     return None

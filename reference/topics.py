@@ -25,7 +25,7 @@ def place_replicas(brokers: Sequence[int], partitions: int, replication_factor: 
     if replication_factor < 1 or replication_factor > n:
         raise InvalidReplicaAssignment(
             f"replication factor {replication_factor} is not between 1 and the {n} live brokers")
-    return {i: tuple(live[(i + j) % n] for j in range(replication_factor)) for i in range(partitions)}
+    return {i: tuple([live[(i + j) % n] for j in range(replication_factor)]) for i in range(partitions)}
 
 
 def check_assignment(t: Txn, topic: str, assignment: Sequence[tuple[int, tuple[int, ...]]], first: int) -> None:
@@ -62,7 +62,7 @@ def add_partitions(t: Txn, a: AddPartitions) -> None:
         raise UnknownTopicOrPartition(f"topic {a.topic} does not exist")
     if any(tp[0] == a.topic for tp in t.zk.reassign_partitions):
         raise ReassignmentInProgress(f"topic {a.topic} has a partition being reassigned")
-    existing = sum(1 for tp in t.zk.assignments if tp[0] == a.topic)
+    existing = sum([1 for tp in t.zk.assignments if tp[0] == a.topic])
     check_assignment(t, a.topic, a.assignment, existing)
     _add(t, a.topic, dict(a.assignment))
 
@@ -203,7 +203,7 @@ def complete_deletion(t: Txn, topic: str, replicas: list[tuple[tuple, int]]) -> 
     # A re-created topic starts again at leader epoch 0: forget this one's leader epochs.
     for key in [k for k in t.ghost.elected if k[0] == topic]:
         del t.ghost.elected[key]
-    t.zk.reassign_original = tuple(kv for kv in t.zk.reassign_original if kv[0][0] != topic)
+    t.zk.reassign_original = tuple([kv for kv in t.zk.reassign_original if kv[0][0] != topic])
     t.zk.delete_topics.discard(topic)
     t.ctx.topics_to_delete.discard(topic)
     t.ctx.topics_ineligible.discard(topic)
