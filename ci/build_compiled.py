@@ -1,7 +1,8 @@
 """Build the optional compiled form of kcm's model, reference, property and explorer modules with Cython.
 
 Compiles each source file as it is (no second copy of any rule) into build/compiled/ and writes a manifest of
-the sources' SHA-256, which `kcm.compiled` checks at import: an edited module falls back to its source. Left
+the sources' SHA-256, which `kcm.compiled` checks at import: an edited module falls back to its source. A `.pxd`
+next to a module (compile-time type declarations only; Python never reads it) is part of its source. Left
 out: `model/transitions.py` (CrossHair and icontract read its Python functions) and the packages' __init__.
 
     python ci/build_compiled.py [--jobs N]
@@ -48,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
                 sources[name] = path
     hashes = {name: digest(path) for name, path in sources.items()}  # of the sources as they are compiled
     work = ROOT / "build" / "compiled-work"
+    include = _declarations(sources, work / "pxd")
     exts = [Extension(name, [str(path.relative_to(ROOT))]) for name, path in sources.items()]
     # Plain C functions (binding=False) are cheaper to call than Cython's function objects, but take no
     # attributes: the property predicates carry their `@reads` declaration as one, so they keep binding=True.
@@ -60,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         group = [ext for ext in exts if (ext.name.rpartition(".")[0] in BOUND) == binding]
         if group:
             modules += cythonize(group, build_dir=str(work), quiet=True, nthreads=args.jobs, force=force,
+                                 include_path=[str(include)],
                                  compiler_directives={"language_level": 3, "binding": binding})
     dist = Distribution({"name": "kcm-compiled", "ext_modules": modules})
     cmd = dist.get_command_obj("build_ext")
@@ -81,6 +84,26 @@ def main(argv: list[str] | None = None) -> int:
     MANIFEST.write_text(json.dumps({"modules": manifest, "directives": DIRECTIVES}, indent=1, sort_keys=True) + "\n")
     print(f"build_compiled: {len(manifest)} modules compiled into {BUILD.relative_to(ROOT)}")
     return 0
+
+
+def _declarations(sources: dict[str, Path], shadow: Path) -> Path:
+    """A folder laid out by import name holding each compiled module's augmenting .pxd (the `.pxd` next to its
+    `.py`), where Cython looks for a module's own declarations (it finds them by the module's full name, and
+    the checkout's folders are not named as the packages are)."""
+    if shadow.exists():
+        shutil.rmtree(shadow)
+    for name, path in sources.items():
+        pxd = path.with_suffix(".pxd")
+        if not pxd.is_file():
+            continue
+        parts = name.split(".")
+        for depth in range(1, len(parts)):
+            package = shadow.joinpath(*parts[:depth])
+            package.mkdir(parents=True, exist_ok=True)
+            (package / "__init__.py").touch()
+        shutil.copyfile(pxd, shadow.joinpath(*parts[:-1], parts[-1] + ".pxd"))
+    shadow.mkdir(parents=True, exist_ok=True)
+    return shadow
 
 
 if __name__ == "__main__":

@@ -40,8 +40,12 @@ def source_of(module: str) -> Path | None:
 
 
 def digest(path: Path) -> str:
-    """The SHA-256 of a source file."""
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    """The SHA-256 of a source file, and of the Cython declarations (`.pxd`) next to it when there are any."""
+    h = hashlib.sha256(path.read_bytes())
+    pxd = path.with_suffix(".pxd")
+    if pxd.is_file():
+        h.update(b"\0pxd\0" + pxd.read_bytes())
+    return h.hexdigest()
 
 
 class CompiledFinder:

@@ -106,7 +106,7 @@ ORACLE_RULES = "kafka"  # what the oracles (check-trace, check-log, the oracle A
 
 def rule_set(name: str) -> RuleSet:
     """The rule set of that name; a KeyError names the known ones."""
-    try:
-        return RULE_SETS[name]
-    except KeyError:
-        raise KeyError(f"unknown rule set {name!r}; known: {', '.join(RULE_SETS)}") from None
+    found = RULE_SETS.get(name)  # no try block: this runs for every step
+    if found is None:
+        raise KeyError(f"unknown rule set {name!r}; known: {', '.join(RULE_SETS)}")
+    return found

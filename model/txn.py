@@ -87,7 +87,7 @@ class _Thaw:
     def __init__(self, name: str, index: int, kind: int, source: str = "_base") -> None:
         self.name, self.index, self.kind, self.source = name, index, kind, source
 
-    def __get__(self, draft: Any, owner: Any = None) -> Any:
+    def __get__(self, draft: Any, owner: Any) -> Any:
         if draft is None:
             return self
         fields = draft.__dict__
@@ -293,11 +293,11 @@ class Txn:
 
     def partition_state(self, tp: tuple) -> str:
         """The controller's state of a partition (NonExistentPartition when it has none)."""
-        return self.ctx.partition_states.get(tp, PartitionState.NON_EXISTENT)
+        return self.ctx.lookup("partition_states", tp, PartitionState.NON_EXISTENT)
 
     def replica_state(self, tp: tuple, broker: int) -> str:
         """The controller's state of a replica (NonExistentReplica when it has none)."""
-        return self.ctx.replica_states.get((tp[0], tp[1], broker), ReplicaState.NON_EXISTENT)
+        return self.ctx.lookup("replica_states", (tp[0], tp[1], broker), ReplicaState.NON_EXISTENT)
 
     def set_partition_state(self, tp: tuple, target: str) -> None:
         """Move a partition to target; IllegalStateTransition if the table refuses."""

@@ -123,7 +123,7 @@ def on_broker_startup(t: Txn, new: set[int]) -> None:
     handle_replica_changes(t, replicas, R.ONLINE)
     trigger_online_partition_state_change(t)
     for tp, r in t.ctx.sorted_items("reassignments"):
-        if not new.isdisjoint(r.target) and t.ctx.reassignments.get(tp) == r:
+        if not new.isdisjoint(r.target) and t.ctx.lookup("reassignments", tp) == r:
             on_partition_reassignment(t, tp, r)
     for topic in sorted({tp[0] for tp, _ in replicas if is_deleting(t, tp[0])}):
         t.ctx.topics_ineligible.discard(topic)
@@ -181,7 +181,7 @@ def controlled_shutdown(t: Txn, a: ControlledShutdown) -> None:
     t.ctx.shutting_down.add(a.broker)
     tps = [tp for tp, ar in t.ctx.sorted_items("assignments")
            if a.broker in ar and len(ar) > 1 and not is_deleting(t, tp[0])]
-    led = [tp for tp in tps if t.ctx.leadership.get(tp) is not None and t.ctx.leadership[tp].leader == a.broker]
+    led = [tp for tp in tps if t.ctx.lookup("leadership", tp) is not None and t.ctx.leadership[tp].leader == a.broker]
     followed = [tp for tp in tps if tp not in led]
     for tp in handle_partition_changes(t, led, P.ONLINE, selectors.CONTROLLED_SHUTDOWN):
         t.note(f"{tp[0]}-{tp[1]}: no other ISR replica can lead; broker {a.broker} stays leader")

@@ -128,7 +128,7 @@ def partition_state_machine_startup(t: Txn) -> None:
     c = t.ctx
     live = c.live_brokers - c.shutting_down
     for tp in c.assignments:
-        lai = c.leadership.get(tp)
+        lai = c.lookup("leadership", tp)
         if lai is None:
             c.partition_states[tp] = P.NEW
         elif lai.leader != NO_LEADER and lai.leader in live:

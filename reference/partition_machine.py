@@ -53,7 +53,7 @@ def _bring_online(t: Txn, tp: tuple, selector: str | None) -> bool:
 def initialize_leader_and_isr(t: Txn, tp: tuple) -> bool:
     """NewPartition -> OnlinePartition: the first live replica leads, the live replicas form the ISR."""
     live = eligible_brokers(t)
-    ar = t.ctx.assignments.get(tp, ())
+    ar = t.ctx.lookup("assignments", tp, ())
     live_ar = tuple([b for b in ar if b in live])
     if not live_ar:
         return False
@@ -83,8 +83,8 @@ def elect_leader(t: Txn, tp: tuple, selector: str) -> bool:
     new = leadership.update_leader_and_isr(t, tp, lambda cur: choose(t, tp, selector, cur.isr))
     if new is None:
         return False
-    r = t.ctx.reassignments.get(tp)
-    recipients = r.target if selector == selectors.REASSIGNED and r is not None else t.ctx.assignments.get(tp, ())
+    r = t.ctx.lookup("reassignments", tp)
+    recipients = r.target if selector == selectors.REASSIGNED and r is not None else t.ctx.lookup("assignments", tp, ())
     requests.add_leader_and_isr(t, recipients, tp)
     return True
 

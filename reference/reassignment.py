@@ -42,7 +42,7 @@ def reassign(t: Txn, a: Reassign) -> None:
 
 def is_noop(t: Txn, tp: tuple, target: tuple[int, ...]) -> bool:
     """Whether reassigning tp to target is no reassignment: none is in flight and the target is the current AR."""
-    return t.ctx.reassignments.get(tp) is None and target == tuple(t.ctx.assignments.get(tp, ()))
+    return t.ctx.lookup("reassignments", tp) is None and target == tuple(t.ctx.lookup("assignments", tp, ()))
 
 
 def drops_noop_requests(t: Txn) -> bool:
@@ -60,7 +60,7 @@ def start(t: Txn, tp: tuple, target: tuple[int, ...]) -> None:
         if drops_noop_requests(t):
             t.zk.reassign_partitions.pop(tp, None)
         return
-    current = t.ctx.reassignments.get(tp)
+    current = t.ctx.lookup("reassignments", tp)
     original = current.original if current is not None else tuple(t.ctx.assignments[tp])
     r = Reassignment(original, target)
     t.ctx.reassignments[tp] = r
@@ -75,13 +75,13 @@ def on_partition_reassignment(t: Txn, tp: tuple, r: Reassignment) -> None:
     (those only in a replaced reassignment's target) are stopped and deleted. A reassignment back to the original
     replicas is not a reassignment (Kafka's isBeingReassigned) and completes at once.
     """
-    previous = tuple(t.ctx.assignments.get(tp, ()))
+    previous = tuple(t.ctx.lookup("assignments", tp, ()))
     ar = r.replicas
     if previous != ar:
         t.zk.assignments[tp] = ar  # step 1
         t.ctx.assignments[tp] = ar
         stop_removed_replicas(t, tp, [b for b in previous if b not in ar])
-    lai = t.zk.partitions.get(tp)
+    lai = t.zk.lookup("partitions", tp)
     if not (r.adding or r.removing) or (lai is not None and set(r.target).issubset(lai.isr)):
         complete(t, tp, r)
         return
@@ -96,7 +96,7 @@ def complete(t: Txn, tp: tuple, r: Reassignment) -> None:
     """Steps 5 to 12: RAR online, leader in RAR, OAR - RAR offline and deleted, AR = RAR in ZooKeeper."""
     handle_replica_changes(t, [(tp, b) for b in r.target], R.ONLINE)  # step 5
     t.ctx.assignments[tp] = r.target  # step 6
-    lai = t.ctx.leadership.get(tp)
+    lai = t.ctx.lookup("leadership", tp)
     if lai is None:
         pass  # no leader and ISR yet (a cancelled reassignment of a partition never led): nothing to move
     elif lai.leader not in r.target or lai.leader not in eligible_brokers(t):  # step 7
@@ -137,6 +137,6 @@ def on_isr_change(t: Txn, tp: tuple) -> None:
         return
     leadership.refresh_from_zk(t, tp)
     r = t.ctx.lookup("reassignments", tp)
-    lai = t.ctx.leadership.get(tp)
+    lai = t.ctx.lookup("leadership", tp)
     if r is not None and lai is not None and set(r.target).issubset(lai.isr):
         complete(t, tp, r)

@@ -63,10 +63,10 @@ def batch(t: Txn) -> RequestBatch:
 def add_leader_and_isr(t: Txn, brokers: Any, tp: tuple, replicas: tuple[int, ...] | None = None) -> None:
     """Queue LeaderAndIsr with the controller's current leadership of tp to brokers, plus UpdateMetadata."""
     ctx = t.ctx
-    lai = ctx.leadership.get(tp)
+    lai = ctx.lookup("leadership", tp)
     if lai is None:
         return
-    ar = tuple(replicas) if replicas is not None else tuple(ctx.assignments.get(tp, ()))
+    ar = tuple(replicas) if replicas is not None else tuple(ctx.lookup("assignments", tp, ()))
     queued = (t.request_batch or batch(t)).leader_and_isr
     for broker in brokers:
         queued[(broker, tp)] = (broker, tp, lai, ar)
@@ -76,8 +76,9 @@ def add_leader_and_isr(t: Txn, brokers: Any, tp: tuple, replicas: tuple[int, ...
 def add_update_metadata(t: Txn, brokers: Any, tps: Any) -> None:
     """Queue UpdateMetadata for tps to brokers; partitions without a leader and ISR in the context are left out."""
     queued = (t.request_batch or batch(t)).update_metadata
-    leadership = t.ctx.leadership
-    tps = [tp for tp in tps if tp in leadership]  # as Kafka: nothing to tell of a partition with no leader and ISR
+    ctx = t.ctx
+    # As Kafka: nothing to tell of a partition with no leader and ISR.
+    tps = [tp for tp in tps if ctx.has("leadership", tp)]
     for broker in brokers:
         mine = queued.get(broker)
         if mine is None:
@@ -102,8 +103,9 @@ def add_stop_replica(t: Txn, broker: int, tp: tuple, delete: bool) -> None:
 def flush(t: Txn) -> None:
     """Send the batch: LeaderAndIsr, then UpdateMetadata, then StopReplica, each delivered at once."""
     b = t.request_batch
-    # Most calls find nothing queued (every state-machine call flushes): return before any other work.
-    if b is None or b.empty():
+    # Most calls find nothing queued (every state-machine call flushes): return before any other work
+    # (RequestBatch.empty written out, a call saved).
+    if b is None or not (b.leader_and_isr or b.update_metadata or b.stop_replica):
         return
     t.request_batch = None  # the next add_* starts a fresh batch (see `batch`)
     epoch = t.ctx.epoch
@@ -121,7 +123,7 @@ def send(t: Txn, req: Any) -> None:
     if t.config.delivery != "async":
         deliver(t, req)
         return
-    state = t.brokers.get(req.broker)
+    state = t.lookup("brokers", req.broker)
     if state is None or not state.alive:
         return  # no connection to a dead broker: dropped, as under "sync"
     t.requests.append(req)
@@ -161,7 +163,7 @@ def deliver(t: Txn, req: Any) -> bool:
     Requests to brokers that are neither live nor shutting down are dropped and not listed (contract
     rule 6). A broker refuses a request older than the newest controller epoch it has accepted.
     """
-    state = t.brokers.get(req.broker)
+    state = t.lookup("brokers", req.broker)
     if state is None or not state.alive:
         return False
     t.requests.append(req)
@@ -194,7 +196,7 @@ def _apply_leader_and_isr(t: Txn, req: LeaderAndIsrRequest) -> bool:
     """becomeLeaderOrFollower for one partition: only a higher leader epoch than the replica's is applied."""
     broker, tp, leader, leader_epoch, isr, replicas, _, zk_version = req
     key = (tp[0], tp[1], broker)
-    data = t.replicas.get(key)
+    data = t.lookup("replicas", key)
     if broker not in replicas:
         t.note(f"broker {broker} ignored LeaderAndIsr for {tp_name(tp)}: not in its replica list")
         return False
@@ -218,7 +220,7 @@ def _apply_leader_and_isr(t: Txn, req: LeaderAndIsrRequest) -> bool:
 def _apply_stop_replica(t: Txn, req: StopReplicaRequest) -> None:
     """StopReplica: stop fetching or leading; with delete, remove the local replica and its log."""
     key = (req.tp[0], req.tp[1], req.broker)
-    data = t.replicas.get(key)
+    data = t.lookup("replicas", key)
     if data is None:
         return
     if req.delete:
