@@ -180,15 +180,17 @@ def all_properties() -> list[Property]:
             + list(liveness_properties.PROPERTIES))
 
 
-def preferred_election_is_idle(config: ClusterConfig, state: Cluster) -> bool:
+def preferred_election_is_idle(config: ClusterConfig, state: Cluster, t: Txn | None = None) -> bool:
     """Whether a preferred election of every partition would change nothing (so the explorer need not try it).
 
     Asked of the reference: the partitions `preferred.tried` names are re-elected only where the preferred
     selector (`partition_machine.choose`) finds a leader in the znode's ISR; a partition without a znode is left to
     the step itself. If no partition would be re-elected, nothing is written or sent (only notes), and a step that
-    changes nothing is never a transition, so not trying it changes no count.
+    changes nothing is never a transition, so not trying it changes no count. `t`: a Txn of `state` to read it
+    through (one is made if not given); nothing is written.
     """
-    t = Txn(config, state)
+    if t is None:
+        t = Txn(config, state)
     for tp in preferred.tried(t, [tp for tp, _ in state.zk.assignments if tp[0] not in state.zk.delete_topics]):
         znode = t.zk.lookup("partitions", tp)
         if znode is None or partition_machine.choose(t, tp, selectors.PREFERRED, znode.isr) is not None:
@@ -294,7 +296,9 @@ class BoundedSystem(ModelBase):
         if "fast_bounce" in fam:
             out += [A.BrokerBounce(b) for b, s in brokers.items() if s.alive and b != state.zk.controller]
         out += [A.Deliver(b, e) for (b, e), queue in state.inflight if queue]
-        if "preferred" in fam and not preferred_election_is_idle(self.config, state):
+        # The questions below are asked of the reference through one Txn of the state, which they only read.
+        reader = Txn(self.config, state) if "preferred" in fam or "reassignment" in fam else None
+        if "preferred" in fam and not preferred_election_is_idle(self.config, state, reader):
             out.append(A.PreferredElection())
         assignments = dict(state.zk.assignments)
         moving = {k for k, _ in state.ctx.reassignments}
@@ -304,7 +308,7 @@ class BoundedSystem(ModelBase):
             if "reassignment" in fam and tp not in moving:
                 # A target equal to AR is a no-op for a correct controller (it clears the request): when the
                 # controller will see it at once and nothing else is pending for tp, it is not offered.
-                idle = self._idle_target(state, tp)
+                idle = self._idle_target(reader, tp)
                 out += [A.Reassign(tp, t) for t in self._targets if t != idle]
             if "data_plane" in fam:
                 out.append(A.Produce(tp))
@@ -341,18 +345,17 @@ class BoundedSystem(ModelBase):
         except KcmError:
             return False  # refused: no acting leader
 
-    def _idle_target(self, state: Cluster, tp: tuple) -> tuple[int, ...] | None:
+    def _idle_target(self, t: Txn, tp: tuple) -> tuple[int, ...] | None:
         """The reassignment target of tp that `reference/reassignment.py` would drop unchanged, if any.
 
         With an active controller, nothing requested for tp yet, and the controller dropping requests it will not
         act on, a request for a target that `reassignment.is_noop` finds no reassignment is written to
         /admin/reassign_partitions and removed again in the same step, so the step changes nothing. None when that
-        cannot be told from the state alone.
+        cannot be told from the state alone. `t`: a Txn of the state, only read.
         """
-        t = Txn(self.config, state)
         if not has_controller(t) or t.zk.has("reassign_partitions", tp) or not reassignment.drops_noop_requests(t):
             return None
-        ar = tuple(t.ctx.assignments.get(tp, ()))
+        ar = tuple(t.ctx.lookup("assignments", tp, ()))
         return ar if reassignment.is_noop(t, tp, ar) else None
 
     def step(self, state: Cluster, action: Any) -> tuple[Cluster, Effects]:
