@@ -249,6 +249,16 @@ class BoundedSystem(ModelBase):
         # A leader's own ISR write happens only in the steps of LEADER_ISR_WRITES: only those run to their end.
         self._own_write_limits = (None if "data_plane" in self.families else self._limits[0], self._limits[1])
         self._max_records = self.bounds["max_records"]
+        # The actions offered, built once: `actions` hands out these very (immutable) values state after state.
+        self._by_broker = {kind: {b: kind(b) for b in self.config.brokers}
+                           for kind in (A.BrokerFail, A.BrokerStart, A.ControlledShutdown, A.ControllerResign,
+                                        A.SessionExpiry, A.BrokerBounce)}
+        self._resign = A.ControllerResign()
+        self._preferred = A.PreferredElection()
+        self._reassign = {tp: [(t, A.Reassign(tp, t)) for t in self._targets] for tp in self.tps}
+        self._produce = {tp: (A.Produce(tp), A.Replicate(tp), A.Produce(tp, 1, "1")) for tp in self.tps}
+        self._per_replica = {(tp, b): (A.Replicate(tp, b), A.IsrShrink(tp, b)) for tp in self.tps
+                             for b in self.config.brokers}
 
     def can_reach(self, name: str) -> bool:
         """Whether this configuration's families and delivery can reach the named property (always true of rules)."""
@@ -276,30 +286,37 @@ class BoundedSystem(ModelBase):
         down = [b for b, s in brokers.items() if not s.alive or s.shutting_down]
         budget = len(down) < self.bounds["max_failures"]
         fam = self.families
+        made = self._by_broker
         if "broker_failure" in fam:
-            out += [A.BrokerFail(b) for b, s in brokers.items() if s.alive and budget]
+            fail = made[A.BrokerFail]
+            out += [fail[b] for b, s in brokers.items() if s.alive and budget]
             # A restart past max_restarts would only leave the boundary: not offered (same states, less work).
-            out += [A.BrokerStart(b) for b, s in brokers.items()
+            start = made[A.BrokerStart]
+            out += [start[b] for b, s in brokers.items()
                     if not s.alive and s.incarnation < self.bounds["max_restarts"]]
         if "controlled_shutdown" in fam and budget:
-            out += [A.ControlledShutdown(b) for b, s in brokers.items() if s.alive and not s.shutting_down]
+            shutdown = made[A.ControlledShutdown]
+            out += [shutdown[b] for b, s in brokers.items() if s.alive and not s.shutting_down]
         if "controller_failover" in fam and state.zk.controller_epoch < self.bounds["max_controller_epoch"]:
-            out.append(A.ControllerResign())
+            out.append(self._resign)
         if "zombie_controller" in fam:
             if state.zk.controller_epoch < self.bounds["max_controller_epoch"]:
                 # another broker wins the election while the old controller is still busy
-                out += [A.ControllerResign(b) for b, s in brokers.items() if s.alive and b != state.zk.controller]
+                resign = made[A.ControllerResign]
+                out += [resign[b] for b, s in brokers.items() if s.alive and b != state.zk.controller]
             if state.zombie is not None:
                 out += [A.ZombieElect(tp) for tp in self.tps]
         if "session_expiry" in fam:
-            out += [A.SessionExpiry(b) for b, s in brokers.items() if s.alive and b != state.zk.controller]
+            expire = made[A.SessionExpiry]
+            out += [expire[b] for b, s in brokers.items() if s.alive and b != state.zk.controller]
         if "fast_bounce" in fam:
-            out += [A.BrokerBounce(b) for b, s in brokers.items() if s.alive and b != state.zk.controller]
+            bounce = made[A.BrokerBounce]
+            out += [bounce[b] for b, s in brokers.items() if s.alive and b != state.zk.controller]
         out += [A.Deliver(b, e) for (b, e), queue in state.inflight if queue]
         # The questions below are asked of the reference through one Txn of the state, which they only read.
         reader = Txn(self.config, state) if "preferred" in fam or "reassignment" in fam else None
         if "preferred" in fam and not preferred_election_is_idle(self.config, state, reader):
-            out.append(A.PreferredElection())
+            out.append(self._preferred)
         assignments = dict(state.zk.assignments)
         moving = {k for k, _ in state.ctx.reassignments}
         for tp in self.tps:
@@ -309,16 +326,17 @@ class BoundedSystem(ModelBase):
                 # A target equal to AR is a no-op for a correct controller (it clears the request): when the
                 # controller will see it at once and nothing else is pending for tp, it is not offered.
                 idle = self._idle_target(reader, tp)
-                out += [A.Reassign(tp, t) for t in self._targets if t != idle]
+                out += [action for t, action in self._reassign[tp] if t != idle]
             if "data_plane" in fam:
-                out.append(A.Produce(tp))
+                produce, replicate, produce_one = self._produce[tp]
+                out.append(produce)
                 if self.config.delivery == "async":
                     # each follower fetches from the leader it last heard of, on its own schedule
-                    out += [A.Replicate(tp, b) for b, s in brokers.items() if s.alive]
+                    out += [self._per_replica[(tp, b)][0] for b, s in brokers.items() if s.alive]
                 else:
-                    out.append(A.Replicate(tp))
+                    out.append(replicate)
                 if "acks_one" in fam:  # acks=1: the leader acknowledges alone
-                    out.append(A.Produce(tp, 1, "1"))
+                    out.append(produce_one)
                 lai = dict(state.zk.partitions).get(tp)
                 if "consume" in fam and lai is not None and self._consumable(state, tp):
                     # A consumer reads everything below the leader's HW (from offset 0: a consumer that has read
@@ -327,7 +345,8 @@ class BoundedSystem(ModelBase):
                 if lai is not None:
                     # The leader shrinks the ISR as it sees it (under async delivery its view may be behind ZK's).
                     own = dict(state.replicas).get((tp[0], tp[1], lai.leader))
-                    out += [A.IsrShrink(tp, b) for b in (own.isr if own is not None else lai.isr) if b != lai.leader]
+                    out += [self._per_replica[(tp, b)][1] for b in (own.isr if own is not None else lai.isr)
+                            if b != lai.leader]
         if "deletion" in fam:
             out += [A.DeleteTopic(t.topic) for t in self.topic_steps + self.late_steps
                     if any(k[0] == t.topic for k in assignments)]
