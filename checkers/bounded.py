@@ -543,6 +543,14 @@ class BoundedSystem(ModelBase):
         """
         memos = self.part_fingerprints.memos
         canonical = self._leader_isr_writes
+        if not canonical:  # every part keyed by its value alone: the loop below without its canonical-form tests
+            fps = []
+            for i, part in enumerate(state):
+                fp = memos[i].get(part)
+                if fp is None:
+                    fp = self.part_fingerprints.store(i, part, part)
+                fps.append(fp)
+            return combine(fps)
         versions = tuple((tp, lai.zk_version) for tp, lai in state.zk.partitions) if canonical else ()
         current: dict[tuple, int] | None = None
         fps = []

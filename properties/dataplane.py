@@ -73,6 +73,14 @@ def leader_hw_monotone(model: Any, before: Cluster, action: Any, after: Cluster,
     """A leader's HW never goes backwards while it leads in one leader epoch."""
     if after.replicas is before.replicas and after.brokers is before.brokers:
         return True  # no replica and no broker changed
+    # A leader's HW going back is some replica's HW going back: when none did, there is nothing to compare.
+    previous = dict(before.replicas)
+    for key, data in after.replicas:
+        prev = previous.get(key)
+        if prev is not None and data.hw < prev.hw:
+            break
+    else:
+        return True
     old = _leaders(before)
     for tp, (leader, epoch, hw) in _leaders(after).items():
         prev = old.get(tp)
