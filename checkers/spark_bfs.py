@@ -31,9 +31,11 @@ the other's.
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
 import time
+import uuid
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,12 +43,12 @@ from typing import Any
 import numpy as np
 from kcm.checkers.bfs import Progress, ProgressFn, _eta, checkpoint_meta, restore_counters, should_stop
 from kcm.checkers.checkpoint import Checkpointer, Snapshot
-from kcm.checkers.collector import rare_collections
+from kcm.checkers.collector import no_collections
 from kcm.checkers.spark_checkpoint import NO_PARENT, Links, rows_of
 from kcm.checkers.spark_session import DEFAULT_MEMORY, spark_session
+from kcm.checkers.spark_worker import CODEC
 from kcm.checkers.verdicts import Exploration, indexed_successors, state_checks, step_checks
 from kcm.checkers.visited import replay
-from kcm.model.fingerprint import decode, encode
 from kcm.model.interface import STATE_KINDS, STEP_KINDS
 from pyspark.accumulators import AccumulatorParam
 
@@ -123,28 +125,34 @@ class _Summaries(AccumulatorParam):
         return a
 
 
-def expander(model: Any, level: int, sink: Any, successors: bool = True) -> Any:
+def expander(model: Any, level: int, sink: Any, successors: bool = True, search: str = "") -> Any:
     """The function mapInArrow runs on the frontier: checks and (unless `successors` is off) expands each state.
 
     It sends each distinct successor of a batch once, with its least (parent order key, action position), and
     adds the partition's summary (counters, properties reached, least witnesses) to the accumulator `sink`.
+    `search` names the search, so that a Python worker expands with the model it kept from the search's earlier
+    tasks (memos warm) instead of the fresh copy each task unpickles.
     """
     state_props = [p for p in model.properties() if p.expectation in STATE_KINDS]
     step_props = [p for p in model.properties() if p.expectation in STEP_KINDS]
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
+        from kcm.checkers import spark_worker  # the process's own (a global would travel with the closure)
         from pyspark import TaskContext
 
         task = TaskContext.get()  # None in the driver, which expands the small levels itself
         part = task.partitionId() if task is not None else 0
-
-        fingerprint = model.fingerprint
+        kept = spark_worker.kept_model(search, model) if search else model
+        fingerprint = kept.fingerprint
         transitions = expanded = 0
         reached: set[str] = set()  # by the states themselves
         reached_step: set[str] = set()  # by their transitions
         state_bad, step_bad = _Witnesses(), _Witnesses()
-        with rare_collections():
+        decode, encode = spark_worker.CODEC.decode, spark_worker.CODEC.encode
+        # States form no reference cycles: the collector's scans of the batch's allocations would find nothing. A
+        # worker then freezes what is left (the model's memos, its codec's): no later scan walks them again.
+        with no_collections():
             for batch in batches:
                 fps = batch.column(0).to_pylist()
                 pkeys = batch.column(1).to_pylist()
@@ -154,16 +162,16 @@ def expander(model: Any, level: int, sink: Any, successors: bool = True) -> Any:
                 for fp, pkey, aidx, blob in zip(fps, pkeys, aidxs, blobs, strict=True):
                     expanded += 1
                     state = decode(blob)
-                    bad, hit = state_checks(model, state, state_props)
+                    bad, hit = state_checks(kept, state, state_props)
                     reached.update(hit)
                     for name in bad:
                         state_bad.offer(name, (pkey, aidx), [fp])
                     if not successors:
                         continue
                     key = order_key(fp)
-                    for i, action, nxt, effects in indexed_successors(model, state):
+                    for i, action, nxt, effects in indexed_successors(kept, state):
                         transitions += 1
-                        bad, hit = step_checks(model, state, action, nxt, effects, step_props)
+                        bad, hit = step_checks(kept, state, action, nxt, effects, step_props)
                         reached_step.update(hit)
                         for name in bad:
                             step_bad.offer(name, (key, i), [fp, i])
@@ -177,6 +185,8 @@ def expander(model: Any, level: int, sink: Any, successors: bool = True) -> Any:
                         pa.array(list(out), pa.int64()), pa.array([r[0] for r in rows], pa.int64()),
                         pa.array([r[1] for r in rows], pa.int32()), pa.array([r[2] for r in rows], pa.int64()),
                         pa.array([encode(r[3]) for r in rows], pa.binary())], names=NAMES)
+            if task is not None:
+                gc.freeze()
         summary = {"transitions": transitions, "expanded": expanded, "reached": sorted(reached),
                    "reached_step": sorted(reached_step),
                    "state_bad": {n: [list(o), p] for n, (o, p) in state_bad.best.items()},
@@ -221,6 +231,7 @@ class _Search:
         self.host: list[tuple[int, int, int]] = []  # (fp, parent, aidx) rows visited in the driver, not in the JVM
         self.seen: set[int] | None = None  # every visited fp, while levels run in the driver
         self.warming: Any = None  # the warm-up job's thread while it runs
+        self.search = uuid.uuid4().hex  # names this search's model in the Python workers (spark_worker.kept_model)
 
     # -- the JVM's side --------------------------------------------------------------------------------------
 
@@ -237,7 +248,7 @@ class _Search:
 
     def expand(self, frontier: Any, level: int, successors: bool = True) -> Any:
         """The level's successors (not yet deduplicated), as a lazy DataFrame."""
-        return frontier.mapInArrow(expander(self.model, level, self.sink, successors), FRONTIER)
+        return frontier.mapInArrow(expander(self.model, level, self.sink, successors, self.search), FRONTIER)
 
     def visited(self) -> Any | None:
         """The JVM's part of the visited set as one DataFrame (None while it holds nothing)."""
@@ -306,7 +317,7 @@ class _Search:
         for i, s in enumerate(self.model.init_states()):
             fp = to_long(self.model.fingerprint(s))
             if fp not in roots:
-                roots[fp], blobs[fp] = i, encode(s)
+                roots[fp], blobs[fp] = i, CODEC.encode(s)
         self.host = [(fp, NO_PARENT, i) for fp, i in roots.items()]
         self.seen = set(roots)
         return [(fp, order_key(fp), i, NO_PARENT, blobs[fp]) for fp, i in roots.items()]
@@ -318,7 +329,7 @@ class _Search:
         self.host = list(zip(got.fps, got.parents, got.aidxs, strict=True))
         self.seen = set(got.fps)
         self.paths = restore_counters(self.found, meta)
-        frontier = [(fp, order_key(fp if parent == NO_PARENT else parent), aidx, parent, encode(state))
+        frontier = [(fp, order_key(fp if parent == NO_PARENT else parent), aidx, parent, CODEC.encode(state))
                     for fp, parent, aidx, state in got.frontier]
         return frontier, meta["depth"], list(meta["sizes"]), meta["seconds"]
 
