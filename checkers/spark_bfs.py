@@ -63,6 +63,7 @@ COMPACT_EVERY = 4  # levels whose parent links stay views of the levels' own blo
 # Levels of at most this many states run in the driver: a Spark level costs about 0.3 s of job latency however
 # small it is, and the driver expands about 3,000 states per second (see docs/spark-scale-out.md).
 HOST_BELOW = 2000
+MAX_LINK = (TWO63, 0)  # above every (order key, action position)
 WARM_UP = "kcm-warm-up"  # the job group of the job that starts the Python workers early
 WARM_LEVEL = -(1 << 40)  # the level number of its summaries, which nothing reads
 
@@ -129,7 +130,8 @@ def expander(model: Any, level: int, sink: Any, successors: bool = True, search:
     """The function mapInArrow runs on the frontier: checks and (unless `successors` is off) expands each state.
 
     It sends each distinct successor of a batch once, with its least (parent order key, action position), and
-    adds the partition's summary (counters, properties reached, least witnesses) to the accumulator `sink`.
+    again in a later batch of the task only with a lesser one; it adds the partition's summary (counters,
+    properties reached, least witnesses) to the accumulator `sink`.
     `search` names the search, so that a Python worker expands with the model it kept from the search's earlier
     tasks (memos warm) instead of the fresh copy each task unpickles.
     """
@@ -149,6 +151,7 @@ def expander(model: Any, level: int, sink: Any, successors: bool = True, search:
         reached: set[str] = set()  # by the states themselves
         reached_step: set[str] = set()  # by their transitions
         state_bad, step_bad = _Witnesses(), _Witnesses()
+        sent: dict[int, tuple[int, int]] = {}  # successor long -> the least link this task has sent for it
         decode, encode = spark_worker.CODEC.decode, spark_worker.CODEC.encode
         # States form no reference cycles: the collector's scans of the batch's allocations would find nothing. A
         # worker then freezes what is left (the model's memos, its codec's): no later scan walks them again.
@@ -179,7 +182,11 @@ def expander(model: Any, level: int, sink: Any, successors: bool = True, search:
                         old = out.get(nfp)
                         if old is None or (key, i) < (old[0], old[1]):
                             out[nfp] = (key, i, fp, nxt)
+                # A successor this task sent before with a lesser link loses to it in the JVM's reduction anyway.
+                for nfp in [nfp for nfp, row in out.items() if sent.get(nfp, MAX_LINK) <= (row[0], row[1])]:
+                    del out[nfp]
                 if out:
+                    sent.update((nfp, (row[0], row[1])) for nfp, row in out.items())
                     rows = list(out.values())
                     yield pa.RecordBatch.from_arrays([
                         pa.array(list(out), pa.int64()), pa.array([r[0] for r in rows], pa.int64()),
@@ -207,6 +214,28 @@ class _HostSink:
         self.value.update(item)
 
 
+class _SortedFps:
+    """A set of fingerprints (as longs) held as one sorted NumPy array: 8 bytes each, where a Python set of ints
+    takes about 60 (the driver holds every visited fingerprint while the last, thin levels run there)."""
+
+    def __init__(self, fps: Any = ()) -> None:
+        self.fps = np.unique(np.asarray(fps, dtype=np.int64))
+
+    def __len__(self) -> int:
+        return int(self.fps.size)
+
+    def contains(self, fps: np.ndarray) -> np.ndarray:
+        """Which of `fps` are in the set (a boolean array)."""
+        at = np.searchsorted(self.fps, fps)
+        hit = at < self.fps.size
+        hit[hit] = self.fps[at[hit]] == fps[hit]
+        return hit
+
+    def add(self, fps: Any) -> None:
+        """Put `fps` into the set."""
+        self.fps = np.union1d(self.fps, np.asarray(fps, dtype=np.int64))
+
+
 class _Search:
     """The state of one search on the driver: DataFrames in the JVM, the driver's own rows, counters, witnesses.
 
@@ -229,7 +258,7 @@ class _Search:
         self.pieces: list[Any] = []  # slim (fp, parent, aidx) pieces, each hash-partitioned by fp
         self.recent: list[Any] = []  # the newest levels' own blocks (states included) until compacted
         self.host: list[tuple[int, int, int]] = []  # (fp, parent, aidx) rows visited in the driver, not in the JVM
-        self.seen: set[int] | None = None  # every visited fp, while levels run in the driver
+        self.seen: _SortedFps | None = None  # every visited fp, while levels run in the driver
         self.warming: Any = None  # the warm-up job's thread while it runs
         self.search = uuid.uuid4().hex  # names this search's model in the Python workers (spark_worker.kept_model)
 
@@ -256,14 +285,17 @@ class _Search:
 
     def spark_level(self, frontier: Any, level: int, visited: Any | None = None) -> Any:
         """Level `level` expanded on Spark: its new states (deduplicated, not in the visited set), computed."""
+        from pyspark.sql import Window
         from pyspark.sql import functions as F
 
-        best = (self.expand(frontier, level)
-                .groupBy("fp").agg(F.min(F.struct("pkey", "aidx", "parent", "state")).alias("m")))
+        # The least (pkey, aidx) per fingerprint, by one sort after the shuffle: an aggregate would also sort every
+        # row, state bytes included, before it (its partial step), to drop the few duplicates the batches left.
+        least = Window.partitionBy("fp").orderBy("pkey", "aidx")
+        best = self.expand(frontier, level).withColumn("rank", F.row_number().over(least)).filter("rank = 1")
         visited = self.visited() if visited is None else visited
         if visited is not None:
             best = best.join(visited, "fp", "left_anti")
-        return self.checkpointed(best.select("fp", "m.pkey", "m.aidx", "m.parent", "m.state"))
+        return self.checkpointed(best.select(*NAMES))
 
     def keep(self, fresh: Any) -> None:
         """A Spark level's new states join the visited set; every few levels the newest are copied slim."""
@@ -319,7 +351,7 @@ class _Search:
             if fp not in roots:
                 roots[fp], blobs[fp] = i, CODEC.encode(s)
         self.host = [(fp, NO_PARENT, i) for fp, i in roots.items()]
-        self.seen = set(roots)
+        self.seen = _SortedFps(list(roots))
         return [(fp, order_key(fp), i, NO_PARENT, blobs[fp]) for fp, i in roots.items()]
 
     def resumed(self, snapshot: Snapshot) -> tuple[list[tuple], int, list[int], float]:
@@ -327,7 +359,7 @@ class _Search:
         got = rows_of(self.model, snapshot)
         meta = got.meta
         self.host = list(zip(got.fps, got.parents, got.aidxs, strict=True))
-        self.seen = set(got.fps)
+        self.seen = _SortedFps(got.fps)
         self.paths = restore_counters(self.found, meta)
         frontier = [(fp, order_key(fp if parent == NO_PARENT else parent), aidx, parent, CODEC.encode(state))
                     for fp, parent, aidx, state in got.frontier]
@@ -341,26 +373,28 @@ class _Search:
         batch = pa.RecordBatch.from_arrays([
             pa.array(cols[0], pa.int64()), pa.array(cols[1], pa.int64()), pa.array(cols[2], pa.int32()),
             pa.array(cols[3], pa.int64()), pa.array(cols[4], pa.binary())], names=NAMES)
-        seen = self.seen if self.seen is not None else set()
         best: dict[int, tuple] = {}
         for out in expander(self.model, level, self.host_sink, successors)(iter([batch])):
             for row in zip(*(c.to_pylist() for c in out.columns), strict=True):
-                if row[0] in seen:
-                    continue
                 old = best.get(row[0])
                 if old is None or (row[1], row[2]) < (old[1], old[2]):
                     best[row[0]] = row
+        if best and self.seen is not None:
+            fps = np.fromiter(best, dtype=np.int64, count=len(best))
+            for fp in fps[self.seen.contains(fps)].tolist():
+                del best[fp]
         return sorted(best.values(), key=lambda r: r[1:3])
 
     def host_keep(self, fresh: list[tuple]) -> None:
         """A driver level's new states join the visited set."""
         assert self.seen is not None
         self.host.extend((fp, parent, aidx) for fp, _, aidx, parent, _ in fresh)
-        self.seen.update(r[0] for r in fresh)
+        self.seen.add([r[0] for r in fresh])
 
     def host_bytes(self) -> int:
-        """Bytes of the visited rows the driver holds (Python tuples of three ints)."""
-        return sum(sys.getsizeof(r) + sum(sys.getsizeof(x) for x in r) for r in self.host)
+        """Bytes of the visited rows the driver holds (Python tuples of three ints) and of its fingerprint set."""
+        rows = sum(sys.getsizeof(r) + sum(sys.getsizeof(x) for x in r) for r in self.host)
+        return rows + (self.seen.fps.nbytes if self.seen is not None else 0)
 
     def to_jvm(self, frontier: list[tuple]) -> Any:
         """Hand the driver's rows and its frontier to the JVM: the levels from here on run on Spark."""
@@ -378,7 +412,7 @@ class _Search:
     def to_host(self) -> None:
         """The levels from here on run in the driver: every visited fingerprint is brought over for the dedupe."""
         visited = self.visited()
-        self.seen = set() if visited is None else set(visited.select("fp").toArrow().column(0).to_pylist())
+        self.seen = _SortedFps(() if visited is None else visited.select("fp").toArrow().column(0).to_numpy())
         self.host = []
 
     def _frame(self, columns: list[tuple], schema: str) -> Any:
@@ -659,6 +693,8 @@ def _tune(spark: Any, parts: int) -> None:
     conf.set("spark.sql.shuffle.partitions", str(parts))
     conf.set("spark.sql.adaptive.enabled", "false")
     conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    # No partial top-1 per fingerprint before the shuffle (it would sort every row there): see `spark_level`.
+    conf.set("spark.sql.optimizer.windowGroupLimitThreshold", "-1")
     conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "4000")
 
 
