@@ -153,8 +153,9 @@ def expander(model: Any, level: int, sink: Any, successors: bool = True, search:
         state_bad, step_bad = _Witnesses(), _Witnesses()
         sent: dict[int, tuple[int, int]] = {}  # successor long -> the least link this task has sent for it
         decode, encode = spark_worker.CODEC.decode, spark_worker.CODEC.encode
-        # States form no reference cycles: the collector's scans of the batch's allocations would find nothing. A
-        # worker then freezes what is left (the model's memos, its codec's): no later scan walks them again.
+        # States form no reference cycles: the collector's scans of the batch's allocations would find nothing.
+        # What is left afterwards (the model's memos, the codec's, the driver's rows) is frozen, so that no later
+        # scan walks it again (the driver unfreezes it when the search ends).
         with no_collections():
             for batch in batches:
                 fps = batch.column(0).to_pylist()
@@ -192,8 +193,7 @@ def expander(model: Any, level: int, sink: Any, successors: bool = True, search:
                         pa.array(list(out), pa.int64()), pa.array([r[0] for r in rows], pa.int64()),
                         pa.array([r[1] for r in rows], pa.int32()), pa.array([r[2] for r in rows], pa.int64()),
                         pa.array([encode(r[3]) for r in rows], pa.binary())], names=NAMES)
-            if task is not None:
-                gc.freeze()
+            gc.freeze()
         summary = {"transitions": transitions, "expanded": expanded, "reached": sorted(reached),
                    "reached_step": sorted(reached_step),
                    "state_bad": {n: [list(o), p] for n, (o, p) in state_bad.best.items()},
@@ -232,8 +232,10 @@ class _SortedFps:
         return hit
 
     def add(self, fps: Any) -> None:
-        """Put `fps` into the set."""
-        self.fps = np.union1d(self.fps, np.asarray(fps, dtype=np.int64))
+        """Put `fps` into the set (a level's few are merged in by one copy, not by sorting the whole set again)."""
+        new = np.unique(np.asarray(fps, dtype=np.int64))
+        new = new[~self.contains(new)]
+        self.fps = np.insert(self.fps, np.searchsorted(self.fps, new), new)
 
 
 class _Search:
@@ -666,6 +668,7 @@ def explore(model: Any, spark: Any, max_states: int | None = None, progress: Pro
             found.stopped = bool(stop)
             break
     run.warmed(cancel=True)  # a search that ended in the driver needs no workers
+    gc.unfreeze()  # what the driver's expansions froze can be collected again
     found.distinct_states = states
     found.depth = depth
     found.violations = run.traces()
