@@ -7,8 +7,8 @@ DataFrame `(fp, pkey, aidx, state)` whose states travel as the model's compact b
 1. `mapInArrow` expands the frontier in the Python workers: each state's own properties are checked (every
    frontier state is new, so exactly once), then its successors are computed and their step properties checked.
    A batch sends each successor fingerprint once (its least parent), and one summary row of counters and the
-   least witness of each property it saw violated.
-2. In the JVM the successors are reduced to one row per fingerprint (the least `(pkey, aidx)`: the parent first
+   least witness of each property it saw violated. States travel part by part (`spark_worker`).
+2. In the JVM the successors are shuffled, sorted and reduced to one row per fingerprint (the least `(pkey, aidx)`: the parent first
    in fingerprint order, then the first action, which is the local engine's first discovery), and a `left_anti`
    join against the visited set drops the ones seen before. What is left is the next frontier; its parent links
    join the visited set.
@@ -21,8 +21,8 @@ engine's. Counterexamples are rebuilt by following parent links in the visited D
 step back.
 
 Small levels run in the driver (`host_below`): the same expander, called on one Arrow batch, and the same
-reduction to the least link per fingerprint, against a set of the visited fingerprints. The first levels are
-expanded there while the Python workers start in the background; the search moves to Spark when a level
+reduction to the least link per fingerprint, against the visited fingerprints (a sorted array). The first levels
+are expanded there while the Python workers start in the background; the search moves to Spark when a level
 outgrows the bound, and back to the driver (bringing the visited fingerprints over once) when the levels thin
 out after the widest. A level costs the same wherever it runs, in counts and in choices, so the results are
 those of an all-Spark run. Checkpoints are the local engine's files (`spark_checkpoint`), so each engine resumes
