@@ -8,10 +8,10 @@ DataFrame `(fp, pkey, aidx, state)` whose states travel as the model's compact b
    frontier state is new, so exactly once), then its successors are computed and their step properties checked.
    A batch sends each successor fingerprint once (its least parent), and one summary row of counters and the
    least witness of each property it saw violated. States travel part by part (`spark_worker`).
-2. In the JVM the successors are shuffled, sorted and reduced to one row per fingerprint (the least `(pkey, aidx)`: the parent first
-   in fingerprint order, then the first action, which is the local engine's first discovery), and a `left_anti`
-   join against the visited set drops the ones seen before. What is left is the next frontier; its parent links
-   join the visited set.
+2. In the JVM the successors are shuffled, sorted and reduced to one row per fingerprint (the least
+   `(pkey, aidx)`: the parent first in fingerprint order, then the first action, which is the local engine's
+   first discovery), and a `left_anti` join against the visited set drops the ones seen before. What is left
+   is the next frontier; its parent links join the visited set.
 
 Fingerprints are unsigned 64-bit numbers; Spark's long is signed, so a fingerprint `u` is stored as the long
 with the same bits, and ordered by `pkey = u - 2^63` (signed order of that key is the unsigned order of `u`).
