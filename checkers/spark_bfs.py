@@ -7,11 +7,11 @@ DataFrame `(fp, pkey, aidx, state)` whose states travel as the model's compact b
 1. `mapInArrow` expands the frontier in the Python workers: each state's own properties are checked (every
    frontier state is new, so exactly once), then its successors are computed and their step properties checked.
    A batch sends each successor fingerprint once (its least parent), and one summary row of counters and the
-   least witness of each property it saw violated.
-2. In the JVM the successors are reduced to one row per fingerprint (the least `(pkey, aidx)`: the parent first
-   in fingerprint order, then the first action, which is the local engine's first discovery), and a `left_anti`
-   join against the visited set drops the ones seen before. What is left is the next frontier; its parent links
-   join the visited set.
+   least witness of each property it saw violated. States travel part by part (`spark_worker`).
+2. In the JVM the successors are shuffled, sorted and reduced to one row per fingerprint (the least
+   `(pkey, aidx)`: the parent first in fingerprint order, then the first action, which is the local engine's
+   first discovery), and a `left_anti` join against the visited set drops the ones seen before. What is left
+   is the next frontier; its parent links join the visited set.
 
 Fingerprints are unsigned 64-bit numbers; Spark's long is signed, so a fingerprint `u` is stored as the long
 with the same bits, and ordered by `pkey = u - 2^63` (signed order of that key is the unsigned order of `u`).
@@ -21,8 +21,8 @@ engine's. Counterexamples are rebuilt by following parent links in the visited D
 step back.
 
 Small levels run in the driver (`host_below`): the same expander, called on one Arrow batch, and the same
-reduction to the least link per fingerprint, against a set of the visited fingerprints. The first levels are
-expanded there while the Python workers start in the background; the search moves to Spark when a level
+reduction to the least link per fingerprint, against the visited fingerprints (a sorted array). The first levels
+are expanded there while the Python workers start in the background; the search moves to Spark when a level
 outgrows the bound, and back to the driver (bringing the visited fingerprints over once) when the levels thin
 out after the widest. A level costs the same wherever it runs, in counts and in choices, so the results are
 those of an all-Spark run. Checkpoints are the local engine's files (`spark_checkpoint`), so each engine resumes
@@ -31,9 +31,11 @@ the other's.
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
 import time
+import uuid
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,12 +43,12 @@ from typing import Any
 import numpy as np
 from kcm.checkers.bfs import Progress, ProgressFn, _eta, checkpoint_meta, restore_counters, should_stop
 from kcm.checkers.checkpoint import Checkpointer, Snapshot
-from kcm.checkers.collector import rare_collections
+from kcm.checkers.collector import no_collections
 from kcm.checkers.spark_checkpoint import NO_PARENT, Links, rows_of
 from kcm.checkers.spark_session import DEFAULT_MEMORY, spark_session
+from kcm.checkers.spark_worker import CODEC
 from kcm.checkers.verdicts import Exploration, indexed_successors, state_checks, step_checks
 from kcm.checkers.visited import replay
-from kcm.model.fingerprint import decode, encode
 from kcm.model.interface import STATE_KINDS, STEP_KINDS
 from pyspark.accumulators import AccumulatorParam
 
@@ -61,6 +63,7 @@ COMPACT_EVERY = 4  # levels whose parent links stay views of the levels' own blo
 # Levels of at most this many states run in the driver: a Spark level costs about 0.3 s of job latency however
 # small it is, and the driver expands about 3,000 states per second (see docs/spark-scale-out.md).
 HOST_BELOW = 2000
+MAX_LINK = (TWO63, 0)  # above every (order key, action position)
 WARM_UP = "kcm-warm-up"  # the job group of the job that starts the Python workers early
 WARM_LEVEL = -(1 << 40)  # the level number of its summaries, which nothing reads
 
@@ -123,28 +126,37 @@ class _Summaries(AccumulatorParam):
         return a
 
 
-def expander(model: Any, level: int, sink: Any, successors: bool = True) -> Any:
+def expander(model: Any, level: int, sink: Any, successors: bool = True, search: str = "") -> Any:
     """The function mapInArrow runs on the frontier: checks and (unless `successors` is off) expands each state.
 
     It sends each distinct successor of a batch once, with its least (parent order key, action position), and
-    adds the partition's summary (counters, properties reached, least witnesses) to the accumulator `sink`.
+    again in a later batch of the task only with a lesser one; it adds the partition's summary (counters,
+    properties reached, least witnesses) to the accumulator `sink`.
+    `search` names the search, so that a Python worker expands with the model it kept from the search's earlier
+    tasks (memos warm) instead of the fresh copy each task unpickles.
     """
     state_props = [p for p in model.properties() if p.expectation in STATE_KINDS]
     step_props = [p for p in model.properties() if p.expectation in STEP_KINDS]
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
+        from kcm.checkers import spark_worker  # the process's own (a global would travel with the closure)
         from pyspark import TaskContext
 
         task = TaskContext.get()  # None in the driver, which expands the small levels itself
         part = task.partitionId() if task is not None else 0
-
-        fingerprint = model.fingerprint
+        kept = spark_worker.kept_model(search, model) if search else model
+        fingerprint = kept.fingerprint
         transitions = expanded = 0
         reached: set[str] = set()  # by the states themselves
         reached_step: set[str] = set()  # by their transitions
         state_bad, step_bad = _Witnesses(), _Witnesses()
-        with rare_collections():
+        sent: dict[int, tuple[int, int]] = {}  # successor long -> the least link this task has sent for it
+        decode, encode = spark_worker.CODEC.decode, spark_worker.CODEC.encode
+        # States form no reference cycles: the collector's scans of the batch's allocations would find nothing.
+        # What is left afterwards (the model's memos, the codec's, the driver's rows) is frozen, so that no later
+        # scan walks it again (the driver unfreezes it when the search ends).
+        with no_collections():
             for batch in batches:
                 fps = batch.column(0).to_pylist()
                 pkeys = batch.column(1).to_pylist()
@@ -154,16 +166,16 @@ def expander(model: Any, level: int, sink: Any, successors: bool = True) -> Any:
                 for fp, pkey, aidx, blob in zip(fps, pkeys, aidxs, blobs, strict=True):
                     expanded += 1
                     state = decode(blob)
-                    bad, hit = state_checks(model, state, state_props)
+                    bad, hit = state_checks(kept, state, state_props)
                     reached.update(hit)
                     for name in bad:
                         state_bad.offer(name, (pkey, aidx), [fp])
                     if not successors:
                         continue
                     key = order_key(fp)
-                    for i, action, nxt, effects in indexed_successors(model, state):
+                    for i, action, nxt, effects in indexed_successors(kept, state):
                         transitions += 1
-                        bad, hit = step_checks(model, state, action, nxt, effects, step_props)
+                        bad, hit = step_checks(kept, state, action, nxt, effects, step_props)
                         reached_step.update(hit)
                         for name in bad:
                             step_bad.offer(name, (key, i), [fp, i])
@@ -171,12 +183,17 @@ def expander(model: Any, level: int, sink: Any, successors: bool = True) -> Any:
                         old = out.get(nfp)
                         if old is None or (key, i) < (old[0], old[1]):
                             out[nfp] = (key, i, fp, nxt)
+                # A successor this task sent before with a lesser link loses to it in the JVM's reduction anyway.
+                for nfp in [nfp for nfp, row in out.items() if sent.get(nfp, MAX_LINK) <= (row[0], row[1])]:
+                    del out[nfp]
                 if out:
+                    sent.update((nfp, (row[0], row[1])) for nfp, row in out.items())
                     rows = list(out.values())
                     yield pa.RecordBatch.from_arrays([
                         pa.array(list(out), pa.int64()), pa.array([r[0] for r in rows], pa.int64()),
                         pa.array([r[1] for r in rows], pa.int32()), pa.array([r[2] for r in rows], pa.int64()),
                         pa.array([encode(r[3]) for r in rows], pa.binary())], names=NAMES)
+            gc.freeze()
         summary = {"transitions": transitions, "expanded": expanded, "reached": sorted(reached),
                    "reached_step": sorted(reached_step),
                    "state_bad": {n: [list(o), p] for n, (o, p) in state_bad.best.items()},
@@ -195,6 +212,30 @@ class _HostSink:
     def add(self, item: dict) -> None:
         """Merge a map of summaries (what the expander sends)."""
         self.value.update(item)
+
+
+class _SortedFps:
+    """A set of fingerprints (as longs) held as one sorted NumPy array: 8 bytes each, where a Python set of ints
+    takes about 60 (the driver holds every visited fingerprint while the last, thin levels run there)."""
+
+    def __init__(self, fps: Any = ()) -> None:
+        self.fps = np.unique(np.asarray(fps, dtype=np.int64))
+
+    def __len__(self) -> int:
+        return int(self.fps.size)
+
+    def contains(self, fps: np.ndarray) -> np.ndarray:
+        """Which of `fps` are in the set (a boolean array)."""
+        at = np.searchsorted(self.fps, fps)
+        hit = at < self.fps.size
+        hit[hit] = self.fps[at[hit]] == fps[hit]
+        return hit
+
+    def add(self, fps: Any) -> None:
+        """Put `fps` into the set (a level's few are merged in by one copy, not by sorting the whole set again)."""
+        new = np.unique(np.asarray(fps, dtype=np.int64))
+        new = new[~self.contains(new)]
+        self.fps = np.insert(self.fps, np.searchsorted(self.fps, new), new)
 
 
 class _Search:
@@ -219,8 +260,9 @@ class _Search:
         self.pieces: list[Any] = []  # slim (fp, parent, aidx) pieces, each hash-partitioned by fp
         self.recent: list[Any] = []  # the newest levels' own blocks (states included) until compacted
         self.host: list[tuple[int, int, int]] = []  # (fp, parent, aidx) rows visited in the driver, not in the JVM
-        self.seen: set[int] | None = None  # every visited fp, while levels run in the driver
+        self.seen: _SortedFps | None = None  # every visited fp, while levels run in the driver
         self.warming: Any = None  # the warm-up job's thread while it runs
+        self.search = uuid.uuid4().hex  # names this search's model in the Python workers (spark_worker.kept_model)
 
     # -- the JVM's side --------------------------------------------------------------------------------------
 
@@ -237,7 +279,7 @@ class _Search:
 
     def expand(self, frontier: Any, level: int, successors: bool = True) -> Any:
         """The level's successors (not yet deduplicated), as a lazy DataFrame."""
-        return frontier.mapInArrow(expander(self.model, level, self.sink, successors), FRONTIER)
+        return frontier.mapInArrow(expander(self.model, level, self.sink, successors, self.search), FRONTIER)
 
     def visited(self) -> Any | None:
         """The JVM's part of the visited set as one DataFrame (None while it holds nothing)."""
@@ -245,14 +287,17 @@ class _Search:
 
     def spark_level(self, frontier: Any, level: int, visited: Any | None = None) -> Any:
         """Level `level` expanded on Spark: its new states (deduplicated, not in the visited set), computed."""
+        from pyspark.sql import Window
         from pyspark.sql import functions as F
 
-        best = (self.expand(frontier, level)
-                .groupBy("fp").agg(F.min(F.struct("pkey", "aidx", "parent", "state")).alias("m")))
+        # The least (pkey, aidx) per fingerprint, by one sort after the shuffle: an aggregate would also sort every
+        # row, state bytes included, before it (its partial step), to drop the few duplicates the batches left.
+        least = Window.partitionBy("fp").orderBy("pkey", "aidx")
+        best = self.expand(frontier, level).withColumn("rank", F.row_number().over(least)).filter("rank = 1")
         visited = self.visited() if visited is None else visited
         if visited is not None:
             best = best.join(visited, "fp", "left_anti")
-        return self.checkpointed(best.select("fp", "m.pkey", "m.aidx", "m.parent", "m.state"))
+        return self.checkpointed(best.select(*NAMES))
 
     def keep(self, fresh: Any) -> None:
         """A Spark level's new states join the visited set; every few levels the newest are copied slim."""
@@ -306,9 +351,9 @@ class _Search:
         for i, s in enumerate(self.model.init_states()):
             fp = to_long(self.model.fingerprint(s))
             if fp not in roots:
-                roots[fp], blobs[fp] = i, encode(s)
+                roots[fp], blobs[fp] = i, CODEC.encode(s)
         self.host = [(fp, NO_PARENT, i) for fp, i in roots.items()]
-        self.seen = set(roots)
+        self.seen = _SortedFps(list(roots))
         return [(fp, order_key(fp), i, NO_PARENT, blobs[fp]) for fp, i in roots.items()]
 
     def resumed(self, snapshot: Snapshot) -> tuple[list[tuple], int, list[int], float]:
@@ -316,9 +361,9 @@ class _Search:
         got = rows_of(self.model, snapshot)
         meta = got.meta
         self.host = list(zip(got.fps, got.parents, got.aidxs, strict=True))
-        self.seen = set(got.fps)
+        self.seen = _SortedFps(got.fps)
         self.paths = restore_counters(self.found, meta)
-        frontier = [(fp, order_key(fp if parent == NO_PARENT else parent), aidx, parent, encode(state))
+        frontier = [(fp, order_key(fp if parent == NO_PARENT else parent), aidx, parent, CODEC.encode(state))
                     for fp, parent, aidx, state in got.frontier]
         return frontier, meta["depth"], list(meta["sizes"]), meta["seconds"]
 
@@ -330,26 +375,28 @@ class _Search:
         batch = pa.RecordBatch.from_arrays([
             pa.array(cols[0], pa.int64()), pa.array(cols[1], pa.int64()), pa.array(cols[2], pa.int32()),
             pa.array(cols[3], pa.int64()), pa.array(cols[4], pa.binary())], names=NAMES)
-        seen = self.seen if self.seen is not None else set()
         best: dict[int, tuple] = {}
         for out in expander(self.model, level, self.host_sink, successors)(iter([batch])):
             for row in zip(*(c.to_pylist() for c in out.columns), strict=True):
-                if row[0] in seen:
-                    continue
                 old = best.get(row[0])
                 if old is None or (row[1], row[2]) < (old[1], old[2]):
                     best[row[0]] = row
+        if best and self.seen is not None:
+            fps = np.fromiter(best, dtype=np.int64, count=len(best))
+            for fp in fps[self.seen.contains(fps)].tolist():
+                del best[fp]
         return sorted(best.values(), key=lambda r: r[1:3])
 
     def host_keep(self, fresh: list[tuple]) -> None:
         """A driver level's new states join the visited set."""
         assert self.seen is not None
         self.host.extend((fp, parent, aidx) for fp, _, aidx, parent, _ in fresh)
-        self.seen.update(r[0] for r in fresh)
+        self.seen.add([r[0] for r in fresh])
 
     def host_bytes(self) -> int:
-        """Bytes of the visited rows the driver holds (Python tuples of three ints)."""
-        return sum(sys.getsizeof(r) + sum(sys.getsizeof(x) for x in r) for r in self.host)
+        """Bytes of the visited rows the driver holds (Python tuples of three ints) and of its fingerprint set."""
+        rows = sum(sys.getsizeof(r) + sum(sys.getsizeof(x) for x in r) for r in self.host)
+        return rows + (self.seen.fps.nbytes if self.seen is not None else 0)
 
     def to_jvm(self, frontier: list[tuple]) -> Any:
         """Hand the driver's rows and its frontier to the JVM: the levels from here on run on Spark."""
@@ -367,7 +414,7 @@ class _Search:
     def to_host(self) -> None:
         """The levels from here on run in the driver: every visited fingerprint is brought over for the dedupe."""
         visited = self.visited()
-        self.seen = set() if visited is None else set(visited.select("fp").toArrow().column(0).to_pylist())
+        self.seen = _SortedFps(() if visited is None else visited.select("fp").toArrow().column(0).to_numpy())
         self.host = []
 
     def _frame(self, columns: list[tuple], schema: str) -> Any:
@@ -621,6 +668,7 @@ def explore(model: Any, spark: Any, max_states: int | None = None, progress: Pro
             found.stopped = bool(stop)
             break
     run.warmed(cancel=True)  # a search that ended in the driver needs no workers
+    gc.unfreeze()  # what the driver's expansions froze can be collected again
     found.distinct_states = states
     found.depth = depth
     found.violations = run.traces()
@@ -648,6 +696,8 @@ def _tune(spark: Any, parts: int) -> None:
     conf.set("spark.sql.shuffle.partitions", str(parts))
     conf.set("spark.sql.adaptive.enabled", "false")
     conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    # No partial top-1 per fingerprint before the shuffle (it would sort every row there): see `spark_level`.
+    conf.set("spark.sql.optimizer.windowGroupLimitThreshold", "-1")
     conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "4000")
 
 

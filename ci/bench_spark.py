@@ -4,7 +4,8 @@ Each run is its own process (one JVM each, started before the clock starts), so 
 seconds without Spark's start-up. Printed: states, transitions, depth, seconds and states/s of every engine, the
 ratios local[2]/local[1] (gain from the second core) and local engine/local[2], the per-level fixed cost (the
 median time of the levels with at most `--small` states, where the work is nil and only the jobs' latency is
-left), and for each level its time in every Spark run against the visited set's size before it, with where it
+left), the CPU seconds of the driver, the JVM and the Python workers, and for each level its time in every
+Spark run against the visited set's size before it, with where it
 ran: each master runs once per `--driver-below N` (levels of at most N states expanded in the driver; 0: every
 level on Spark). Exits 1 if the engines disagree on counts, depth, verdicts or counterexamples.
 
@@ -29,21 +30,47 @@ import sys
 HOST_BELOW = 2000  # the engine's default (kcm.checkers.spark_bfs.HOST_BELOW)
 
 CHILD = r'''
-import json, sys, time
+import json, os, sys, time
 from kcm.checkers import bfs, spark_bfs
 from kcm.checkers.bounded import BoundedSystem, load_config
 config, master, bound = sys.argv[1], sys.argv[2], (int(sys.argv[3]) if sys.argv[3] != "-" else None)
 below = int(sys.argv[4])
+
+def cpu():
+    """CPU seconds of this process (the driver), of its JVM and of the JVM's Python workers (Linux /proc)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    procs = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        procs[int(pid)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / ticks)
+    jvm = {p for p, (parent, _) in procs.items() if parent == os.getpid()}
+    workers, grown = set(), True
+    while grown:
+        new = {p for p, (parent, _) in procs.items() if (parent in jvm or parent in workers) and p not in workers}
+        grown = bool(new)
+        workers |= new
+    return {"driver": time.process_time(), "jvm": sum(procs[p][1] for p in jvm),
+            "python workers": sum(procs[p][1] for p in workers)}
+
 model = BoundedSystem(load_config(config))
 if master == "local-engine":
+    before = cpu()
     found, levels = bfs.explore(model, bound), []
 else:
     spark = spark_bfs.spark_session(master)
     spark.range(1).count()  # the JVM warmed up before the clock starts
     levels = []
+    before = cpu()
     found = spark_bfs.explore(model, spark, bound, timings=levels, host_below=below)
+after = cpu()
+if master != "local-engine":
     spark.stop()
 out = found.to_json(model)
+out["cpu"] = {k: round(after[k] - before[k], 1) for k in after}
 out["levels"] = [[t.level, t.visited, t.frontier, t.seconds, t.expand_seconds, t.where] for t in levels]
 out["traces"] = {k: [repr(a) for a in v] for k, v in sorted(found.violations.items())}
 print(json.dumps(out))
@@ -163,6 +190,9 @@ def main(argv: list[str] | None = None) -> int:
         fixed = f"{statistics.median(small):.3f}" if small else "-"
         print(f"{name:22} {r['distinct_states']:>9,} {r['transitions']:>11,} {r['depth']:>5} {r['seconds']:>8.1f} "
               f"{r['distinct_states'] / r['seconds']:>9,.0f} {fixed:>13}")
+    print("CPU seconds of the exploration: the driver (the local engine's one process), the JVM, the Python workers")
+    for name, r in results.items():
+        print(f"  {name:22} " + ", ".join(f"{k} {v:.1f}" for k, v in r.get("cpu", {}).items()))
     local = results["local engine"]
     spark = [n for n in results if n != "local engine"]
     for a, b in zip(spark, spark[1:], strict=False):

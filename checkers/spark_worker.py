@@ -1,0 +1,111 @@
+"""What the Spark engine's Python processes keep between tasks: the state codec's memos and the model's.
+
+**States as bytes**, between the driver and the Python workers: each part apart, shared parts once.
+
+A model state is a NamedTuple of parts (the cluster's brokers, znodes, context, replicas, ...), and a step
+changes one or two of them: a successor shares the others with its parent. Pickling the whole state for every
+successor re-serializes those shared parts, and unpickling it builds fresh copies of every part, so two states
+of one batch no longer share anything (the model's memos, keyed by value, then compare whole parts instead of
+finding the very object). Here each part is pickled on its own and remembered by identity while it lives, and
+each part's bytes are unpickled once per process and the object handed out again for the same bytes: encoding a
+successor pickles only the parts its step changed, and decoded states share their equal parts as the local
+engine's states do. A decoded part's bytes are remembered for its encoding too, so a successor's encoding
+pickles only what its step changed.
+
+The bytes never leave the engine (they are not fingerprinted, checkpointed or compared: a state's identity is its
+fingerprint) and only kcm's own processes decode them. A state that is not a NamedTuple is pickled whole.
+
+**The model**, unpickled by every task with its function: a fresh copy has empty memos (the part fingerprints,
+the deliveries seen), which a whole search otherwise fills once. `kept_model` hands each task the copy its
+process kept from an earlier task of the same search, memos warm.
+"""
+
+from __future__ import annotations
+
+import pickle
+import struct
+from typing import Any
+
+PROTOCOL = 5
+WHOLE = b"\x00"  # the state pickled whole
+PARTS = b"\x01"  # count, lengths (type, then each part), the type's pickle, each part's pickle
+LIMIT = 1 << 16  # entries per memo before it starts afresh (each entry holds a part and its bytes)
+
+_dumps = pickle.dumps
+_loads = pickle.loads
+
+
+class StateCodec:
+    """Encodes and decodes a model's states part by part, with a memo of parts both ways (see the module)."""
+
+    def __init__(self, limit: int = LIMIT) -> None:
+        self.limit = limit
+        self.encoded: dict[int, tuple[Any, bytes]] = {}  # id(part) -> (the part, kept alive; its pickle)
+        self.decoded: dict[bytes, Any] = {}  # a part's pickle -> the one object made of it in this process
+        self.types: dict[type, bytes] = {}
+        self.formats: dict[int, struct.Struct] = {}
+
+    def _format(self, count: int) -> struct.Struct:
+        """The header layout of a state of `count` parts: the count, then the lengths of the type and parts."""
+        fmt = self.formats.get(count)
+        if fmt is None:
+            fmt = self.formats[count] = struct.Struct(f"<H{count + 1}I")
+        return fmt
+
+    def encode(self, state: Any) -> bytes:
+        """The bytes of `state`, made of its parts' pickles (each part pickled once while it lives)."""
+        kind = type(state)
+        if not (isinstance(state, tuple) and hasattr(kind, "_make")):
+            return WHOLE + _dumps(state, PROTOCOL)
+        head = self.types.get(kind)
+        if head is None:
+            head = self.types[kind] = _dumps(kind, PROTOCOL)
+        memo = self.encoded
+        if len(memo) >= self.limit:
+            memo.clear()
+        chunks = [head]
+        for part in state:
+            got = memo.get(id(part))
+            if got is None or got[0] is not part:
+                got = memo[id(part)] = (part, _dumps(part, PROTOCOL))
+            chunks.append(got[1])
+        return PARTS + self._format(len(state)).pack(len(state), *map(len, chunks)) + b"".join(chunks)
+
+    def decode(self, data: bytes) -> Any:
+        """The state encoded in `data` (kcm's own bytes only), its parts shared with earlier decoded states."""
+        if data[:1] == WHOLE:
+            return _loads(data[1:])
+        (count,) = struct.unpack_from("<H", data, 1)
+        fmt = self._format(count)
+        lengths = fmt.unpack_from(data, 1)[1:]
+        memo = self.decoded
+        if len(memo) >= self.limit:
+            memo.clear()
+        pos = 1 + fmt.size
+        objects = []
+        for n in lengths:
+            chunk = data[pos:pos + n]
+            pos += n
+            got = memo.get(chunk)
+            if got is None:
+                got = memo[chunk] = _loads(chunk)
+                if len(self.encoded) >= self.limit:
+                    self.encoded.clear()
+                self.encoded[id(got)] = (got, chunk)  # the part's encoding, should a successor keep it
+            objects.append(got)
+        return objects[0]._make(objects[1:])
+
+
+CODEC = StateCodec()  # one per process: the Python workers are reused across tasks, so the memos stay warm
+KEPT_MODELS = 2  # searches whose model a process keeps (one search at a time, plus the one before)
+_models: dict[str, Any] = {}
+
+
+def kept_model(search: str, model: Any) -> Any:
+    """The model this process kept for `search` (an id unique to one search), else `model`, kept from now on."""
+    kept = _models.get(search)
+    if kept is None:
+        while len(_models) >= KEPT_MODELS:
+            del _models[next(iter(_models))]
+        kept = _models[search] = model
+    return kept

@@ -1,0 +1,75 @@
+"""What the Spark engine's Python processes keep: the part-wise state codec, the kept model, the driver's fp set."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+from kcm.checkers.bounded import BoundedSystem, load_config
+from kcm.checkers.spark_bfs import _SortedFps
+from kcm.checkers.spark_worker import StateCodec, kept_model
+from kcm.checkers.verdicts import indexed_successors
+
+
+def _states(config: str, levels: int) -> list:
+    """The states of the first `levels` BFS levels of a config, parents before their successors."""
+    model = BoundedSystem(load_config(config))
+    frontier, seen, out = list(model.init_states()), set(), []
+    for _ in range(levels):
+        nxt = []
+        for state in frontier:
+            out.append(state)
+            for _, _, succ, _ in indexed_successors(model, state):
+                fp = model.fingerprint(succ)
+                if fp not in seen:
+                    seen.add(fp)
+                    nxt.append(succ)
+        frontier = nxt
+    return out
+
+
+def test_states_come_back_equal_and_of_their_type_and_share_their_equal_parts():
+    states = _states("controller", 6)
+    writer, reader = StateCodec(), StateCodec()  # the driver's and a worker's, as in a run
+    decoded = [reader.decode(writer.encode(s)) for s in states]
+    assert decoded == states
+    assert all(type(d) is type(s) for d, s in zip(decoded, states, strict=True))
+    # Equal parts of different decoded states are one object, as a search's own states share them.
+    firsts = [d[0] for d in decoded]
+    assert len({id(p) for p in firsts}) == len({repr(p) for p in firsts}) < len(firsts)
+    # A decoded state encoded again (as a successor that kept its parent's parts) reads back the same.
+    assert [reader.decode(reader.encode(d)) for d in decoded[:50]] == states[:50]
+
+
+def test_a_state_that_is_not_a_named_tuple_is_pickled_whole_and_memos_start_afresh_when_full():
+    codec = StateCodec(limit=3)
+    values = [(1, 2), {"a": [1, 2]}, "text", None, ((1,), (1,))]
+    assert [codec.decode(codec.encode(v)) for v in values] == values
+    states = _states("tiny", 4)
+    assert [codec.decode(codec.encode(s)) for s in states] == states
+    parts = len(states[0]) + 1  # a state's parts and its type: what one call adds after starting afresh
+    assert len(codec.encoded) <= 3 + parts and len(codec.decoded) <= 3 + parts
+
+
+def test_a_process_keeps_one_model_per_search_and_forgets_old_searches():
+    first, other = object(), object()
+    assert kept_model("search-a", first) is first
+    assert kept_model("search-a", other) is first  # a later task of the search gets the kept one
+    assert kept_model("search-b", other) is other
+    assert kept_model("search-c", first) is first
+    assert kept_model("search-a", other) is other  # only the last two searches are kept
+
+
+def test_the_drivers_fingerprint_set_answers_as_a_python_set_does():
+    rng = random.Random(7)
+    fps = _SortedFps()
+    truth: set[int] = set()
+    for _ in range(20):
+        batch = [rng.randrange(-(1 << 63), 1 << 63) for _ in range(rng.randrange(0, 300))]
+        batch += rng.sample(sorted(truth), min(len(truth), 20)) if truth else []
+        fps.add(batch)
+        truth.update(batch)
+        probe = batch[:10] + [rng.randrange(-(1 << 63), 1 << 63) for _ in range(50)] + [-(1 << 63), (1 << 63) - 1]
+        got = fps.contains(np.array(probe, dtype=np.int64))
+        assert got.tolist() == [p in truth for p in probe]
+        assert len(fps) == len(truth)
