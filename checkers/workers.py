@@ -1,15 +1,19 @@
-"""The multi-process local engine (`kcm explore --workers N`): Stern and Dill's hash-partitioned owner processes.
+"""The multi-process local engine (`kcm explore --workers N`): N processes expand a level, states never travel.
 
-Each of N worker processes owns the states whose fingerprint is w modulo N, and keeps their fingerprints as its
-own resident visited set (a sorted uint64 array). Level by level, in step with the coordinator (this process):
+Each worker process holds a share of the frontier (the states themselves, with their global positions in the
+level). Level by level, in step with the coordinator (this process):
 
-1. every worker expands the frontier states it owns (the step checks run there), and routes each successor to
-   its owner, batched per owner and level, already-sent fingerprints left out (they are visited by then);
-2. every owner keeps, of the candidates it receives, those it has not visited, each with its least (parent
-   position, action position), and runs the state checks on them;
-3. the coordinator merges the owners' new fingerprints into the level (fingerprint order: the same positions
-   as the single-process engine), records the parent links in its `Visited`, picks each property's least
-   witness, and tells each owner the global positions of its new states.
+1. every worker expands the frontier states it holds (the step checks run there) and keeps its successors, each
+   fingerprint once with its least (parent position, action position); it sends the coordinator only numpy
+   arrays of fingerprints and links, never a state;
+2. the coordinator drops the fingerprints already visited, picks for each new one its least link over every
+   worker (the canonical choice), puts the level in fingerprint order, records the links in its `Visited`, and
+   tells each worker which of its candidates won and at which global positions;
+3. each worker keeps its winners as its next frontier and judges their state properties, by the same rule as
+   the single-process engine (only the properties that read a part the step changed, `Rechecks`), with the parent
+   it has at hand; the coordinator merges each property's least witness;
+4. when the workers' shares differ by more than a little, the coordinator has the larger ones hand some states
+   to the smaller ones (pickled bytes relayed through it), so the load stays even.
 
 So the counts, the verdicts and every counterexample are the single-process engine's (`checkers/bfs.py` defines
 the canonical order). Checkpoints have the single-process format (the coordinator holds the whole visited set):
@@ -19,20 +23,23 @@ either engine resumes the other's.
 from __future__ import annotations
 
 import multiprocessing
-import queue
+import pickle
 import time
 from collections.abc import Collection
+from multiprocessing.connection import wait
 from typing import Any
 
 import numpy as np
 from kcm.checkers.bfs import Progress, ProgressFn, checkpoint_meta, first_frontier, should_stop
 from kcm.checkers.checkpoint import Checkpointer, Snapshot
-from kcm.checkers.collector import rare_collections
+from kcm.checkers.collector import no_collections
 from kcm.checkers.verdicts import Exploration, indexed_successors, state_checks, step_checks
 from kcm.checkers.visited import FP, replay
-from kcm.model.interface import STATE_KINDS, STEP_KINDS
+from kcm.model.interface import SOMETIMES, STATE_KINDS, STEP_KINDS
+from kcm.properties.reads import Rechecks
 
-SENT_CACHE = 1 << 21  # fingerprints a worker remembers having sent (then it forgets them all and starts again)
+SLACK = 0.01  # a share may exceed an even split by this fraction of the level before states are handed over
+MIN_MOVE = 32  # fewer states than this are never handed over (the pickling would cost more than it saves)
 
 
 def _least(best: dict[str, tuple[int, int]], names: list[str], key: tuple[int, int]) -> None:
@@ -42,201 +49,270 @@ def _least(best: dict[str, tuple[int, int]], names: list[str], key: tuple[int, i
 
 
 class _Worker:
-    """One owner process's state: its visited fingerprints, its frontier, the candidates of the level in work."""
+    """One worker process's state: its share of the frontier and the candidates of the level in work."""
 
-    def __init__(self, index: int, count: int, model: Any, inbox: Any, peers: list[Any], results: Any) -> None:
-        self.index, self.count, self.model = index, count, model
-        self.inbox, self.peers, self.results = inbox, peers, results
-        self.seen = np.empty(0, dtype=FP)
-        self.frontier: list[tuple[int, Any]] = []  # (global position in the level, state)
-        self.new: list[Any] = []  # the level's new states, in the order of the fingerprints reported
-        self.new_fps = np.empty(0, dtype=FP)
-        self.sent: set[int] = set()
-        self.buffered: list[tuple] = []
+    def __init__(self, model: Any, conn: Any, frontier: list[tuple[int, Any]]) -> None:
+        self.model, self.conn = model, conn
+        self.frontier = frontier  # (global position in the level, state), in position order
         self.step_props = [p for p in model.properties() if p.expectation in STEP_KINDS]
         self.state_props = [p for p in model.properties() if p.expectation in STATE_KINDS]
-
-    def receive(self, kind: str) -> tuple:
-        """The next message of this kind (a peer's batch may arrive before the coordinator's command)."""
-        for i, msg in enumerate(self.buffered):
-            if msg[0] == kind:
-                return self.buffered.pop(i)
-        while True:
-            msg = self.inbox.get()
-            if msg[0] == kind or (kind == "cmd" and msg[0] == "stop"):
-                return msg
-            self.buffered.append(msg)
+        self.rechecks = Rechecks(self.state_props)
+        self.reached: set[str] = set()  # goals reached anywhere (the coordinator's word): not judged again
+        # The level's candidates: state, the parent's index in self.frontier, and the link sent for it.
+        self.states: list[Any] = []
+        self.local: list[int] = []
+        self.links: tuple[np.ndarray, np.ndarray] = (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64))
 
     def run(self) -> None:
-        """Serve the coordinator's commands until it says stop."""
-        with rare_collections():
+        """Serve the coordinator's commands until it says stop (or goes away)."""
+        with no_collections():
             while True:
-                msg = self.receive("cmd")
+                try:
+                    msg = self.conn.recv()
+                except EOFError:
+                    return
                 if msg[0] == "stop":
                     return
-                _, what, payload = msg
-                if what == "init":
-                    self.seen, self.frontier = payload
-                elif what == "expand":
-                    self.results.put(self.expand())
-                elif what == "positions":
-                    self.frontier = list(zip(payload.tolist(), self.new, strict=True))
-                    self.seen = np.sort(np.concatenate([self.seen, self.new_fps]), kind="stable")
-                    self.new, self.new_fps = [], np.empty(0, dtype=FP)
+                if msg[0] == "expand":
+                    self.conn.send(self.expand())
+                elif msg[0] == "winners":
+                    self.keep(*msg[1:])
 
     def expand(self) -> tuple:
-        """Expand the owned frontier, exchange candidates with the peers, keep the new ones; the level's report."""
-        model, count = self.model, self.count
+        """Expand the held frontier and keep each new fingerprint's first (least) link; the level's report."""
+        model = self.model
         fingerprint = model.fingerprint
-        out: list[dict[int, tuple[int, int, Any]]] = [{} for _ in range(count)]
+        step_props = self.step_props
         step_best: dict[str, tuple[int, int]] = {}
         reached: set[str] = set()
         transitions = 0
-        sent = self.sent
-        for pos, state in self.frontier:
+        seen: set[int] = set()
+        fps: list[int] = []
+        parents: list[int] = []
+        actions: list[int] = []
+        states: list[Any] = []
+        local: list[int] = []
+        # Positions grow along the frontier and action positions within a state: the first link is the least.
+        for li, (pos, state) in enumerate(self.frontier):
             for aidx, action, nxt, effects in indexed_successors(model, state):
                 transitions += 1
-                bad_step, hit = step_checks(model, state, action, nxt, effects, self.step_props)
+                bad_step, hit = step_checks(model, state, action, nxt, effects, step_props)
                 if bad_step:
                     _least(step_best, bad_step, (pos, aidx))
                 if hit:
                     reached.update(hit)
                 fp = fingerprint(nxt)
-                if fp in sent:
+                if fp in seen:
                     continue
-                batch = out[fp % count]
-                if fp not in batch:  # positions grow as the frontier is walked: the first link is the least
-                    batch[fp] = (pos, aidx, nxt)
-        for w in range(count):
-            if w != self.index:
-                sent.update(out[w])
-                self.peers[w].put(("batch", self.index, list(out[w].items())))
-        if len(sent) > SENT_CACHE:
-            sent.clear()
-        candidates = out[self.index]
-        for _ in range(count - 1):
-            _, _, rows = self.receive("batch")
-            for fp, link in rows:
-                old = candidates.get(fp)
-                if old is None or (old[0], old[1]) > (link[0], link[1]):
-                    candidates[fp] = link
-        fps = np.fromiter(candidates, dtype=FP, count=len(candidates))
-        if self.seen.size and fps.size:
-            at = np.searchsorted(self.seen, fps)
-            at[at == self.seen.size] = 0
-            fps = fps[self.seen[at] != fps]
-        fps.sort()
+                seen.add(fp)
+                fps.append(fp)
+                parents.append(pos)
+                actions.append(aidx)
+                states.append(nxt)
+                local.append(li)
+        self.states, self.local = states, local
+        self.links = (np.array(parents, dtype=np.int64), np.array(actions, dtype=np.int64))
+        return (np.array(fps, dtype=FP), self.links[0], self.links[1], step_best, reached, transitions)
+
+    def keep(self, winners: np.ndarray, positions: np.ndarray, reached: set[str], gives: list[int],
+             takes: int) -> None:
+        """Keep the winning candidates as the next frontier, judge them, report, then hand over or take states."""
+        model = self.model
+        if any(p.expectation == SOMETIMES and p.name in reached and p.name not in self.reached
+               for p in self.state_props):
+            self.rechecks = Rechecks([p for p in self.state_props
+                                      if p.expectation != SOMETIMES or p.name not in reached])
+        self.reached = set(reached)
+        after_step = self.rechecks.after_step
+        states, local, frontier = self.states, self.local, self.frontier
+        parents, actions = self.links
         state_best: dict[str, tuple[int, int]] = {}
-        parents = np.empty(fps.size, dtype=np.int64)
-        actions = np.empty(fps.size, dtype=np.int64)
-        self.new = []
-        for i, fp in enumerate(fps.tolist()):
-            pos, aidx, state = candidates[fp]
-            parents[i], actions[i] = pos, aidx
-            self.new.append(state)
-            bad, hit = state_checks(model, state, self.state_props)
+        hits: set[str] = set()
+        kept: list[tuple[int, Any]] = []
+        for i, pos in zip(winners.tolist(), positions.tolist(), strict=True):
+            state = states[i]
+            # A property reading only parts the step left as they were has the parent's verdict (as in bfs).
+            bad, hit = state_checks(model, state, after_step(frontier[local[i]][1], state))
             if bad:
-                _least(state_best, bad, (pos, aidx))
+                _least(state_best, bad, (int(parents[i]), int(actions[i])))
             if hit:
-                reached.update(hit)
-        self.new_fps = fps
-        return self.index, fps, parents, actions, step_best, state_best, reached, transitions
+                hits.update(hit)
+            kept.append((pos, state))
+        self.states, self.local = [], []
+        self.conn.send(("verdicts", state_best, hits))
+        for count in gives:
+            # States spread evenly over the share, not its tail: the taker's share then spans every position as
+            # the giver's does (a share of the last positions would lose most ties for the least link next time).
+            picked = {len(kept) * i // count for i in range(count)}
+            out = [row for i, row in enumerate(kept) if i in picked]
+            kept = [row for i, row in enumerate(kept) if i not in picked]
+            self.conn.send_bytes(pickle.dumps(out, pickle.HIGHEST_PROTOCOL))
+        if takes:
+            for _ in range(takes):
+                kept.extend(pickle.loads(self.conn.recv_bytes()))  # noqa: S301 - our own workers' states
+            kept.sort(key=lambda row: row[0])
+        self.frontier = kept
 
 
-def _serve(index: int, count: int, model: Any, inboxes: list[Any], results: Any) -> None:
-    _Worker(index, count, model, inboxes[index], inboxes, results).run()
+def _serve(model: Any, conn: Any, frontier: list[tuple[int, Any]]) -> None:
+    _Worker(model, conn, frontier).run()
+
+
+class _Pool:
+    """The coordinator's ends of the workers' pipes, with a check that every worker is still there."""
+
+    def __init__(self, model: Any, shares: list[list[tuple[int, Any]]]) -> None:
+        ctx = multiprocessing.get_context("fork")  # the workers inherit the model and their share as they are
+        self.conns, self.procs = [], []
+        for share in shares:
+            mine, theirs = ctx.Pipe()
+            proc = ctx.Process(target=_serve, args=(model, theirs, share), daemon=True)
+            proc.start()
+            theirs.close()
+            self.conns.append(mine)
+            self.procs.append(proc)
+
+    def _ready(self, w: int) -> None:
+        """Wait until worker w has written something (RuntimeError if it died first)."""
+        conn, proc = self.conns[w], self.procs[w]
+        while not conn.poll():
+            wait([conn, proc.sentinel])
+            if not conn.poll() and not proc.is_alive():
+                raise RuntimeError(f"worker process {proc.pid} died (exit {proc.exitcode})")
+
+    def recv(self, w: int) -> Any:
+        """Worker w's next message."""
+        self._ready(w)
+        try:
+            return self.conns[w].recv()
+        except EOFError:
+            raise RuntimeError(f"worker process {self.procs[w].pid} died (exit {self.procs[w].exitcode})") from None
+
+    def relay(self, giver: int, taker: int) -> None:
+        """Pass one batch of pickled states from one worker to another, as bytes (never unpickled here)."""
+        self._ready(giver)
+        try:
+            data = self.conns[giver].recv_bytes()
+        except EOFError:
+            raise RuntimeError(f"worker process {self.procs[giver].pid} died") from None
+        self.conns[taker].send_bytes(data)
+
+    def close(self) -> None:
+        """Tell every worker to stop and wait for it (killed if it does not)."""
+        for conn in self.conns:
+            try:
+                conn.send(("stop",))
+            except OSError:  # that worker is gone already
+                pass
+        for proc in self.procs:
+            proc.join(timeout=10)
+            if proc.is_alive():
+                proc.kill()
+                proc.join()
+        for conn in self.conns:
+            conn.close()
+
+
+def plan_moves(counts: list[int]) -> list[tuple[int, int, int]]:
+    """(giver, taker, count) handovers that bring the workers' shares of a level close to an even split."""
+    total, n = sum(counts), len(counts)
+    target = [total // n + (1 if w < total % n else 0) for w in range(n)]
+    slack = max(MIN_MOVE, int(total * SLACK))
+    if max(c - t for c, t in zip(counts, target, strict=True)) <= slack:
+        return []
+    surplus = [[w, c - t] for w, (c, t) in enumerate(zip(counts, target, strict=True)) if c > t]
+    deficit = [[w, t - c] for w, (c, t) in enumerate(zip(counts, target, strict=True)) if c < t]
+    moves = []
+    while surplus and deficit:
+        give, take = surplus[-1], deficit[-1]
+        count = min(give[1], take[1])
+        moves.append((give[0], take[0], count))
+        give[1] -= count
+        take[1] -= count
+        if not give[1]:
+            surplus.pop()
+        if not take[1]:
+            deficit.pop()
+    return [m for m in moves if m[2] >= 1]
 
 
 def explore(model: Any, workers: int, max_states: int | None = None, progress: ProgressFn | None = None,
             checkpoint: Checkpointer | None = None, resume: Snapshot | None = None,
             stop_at: Collection[str] | None = None) -> Exploration:
-    """Explore the boundary with `workers` owner processes; the same result as `bfs.explore` (see the module)."""
-    ctx = multiprocessing.get_context("fork")  # the workers inherit the model as it is
-    inboxes = [ctx.Queue() for _ in range(workers)]
-    results = ctx.Queue()
-    procs = [ctx.Process(target=_serve, args=(w, workers, model, inboxes, results), daemon=True)
-             for w in range(workers)]
-    for proc in procs:
-        proc.start()
-    try:
-        return _coordinate(model, workers, inboxes, results, procs, max_states, progress, checkpoint, resume,
-                           stop_at)
-    finally:
-        for box in inboxes:
-            box.put(("stop",))
-        for proc in procs:
-            proc.join(timeout=10)
-            if proc.is_alive():
-                proc.kill()
-
-
-def _gather(results: Any, procs: list[Any], workers: int) -> list[tuple]:
-    """One report from every worker (RuntimeError if a worker died)."""
-    out = []
-    while len(out) < workers:
-        try:
-            out.append(results.get(timeout=5))
-        except queue.Empty:  # check that every worker is still there
-            dead = [p for p in procs if not p.is_alive()]
-            if dead:
-                raise RuntimeError(f"worker process {dead[0].pid} died (exit {dead[0].exitcode})") from None
-    return sorted(out, key=lambda r: r[0])
-
-
-def _coordinate(model: Any, workers: int, inboxes: list[Any], results: Any, procs: list[Any],
-                max_states: int | None, progress: ProgressFn | None, checkpoint: Checkpointer | None,
-                resume: Snapshot | None, stop_at: Collection[str] | None) -> Exploration:
-    """The coordinator's level loop (the same bookkeeping as `bfs.search`)."""
+    """Explore the boundary with `workers` processes; the same result as `bfs.explore` (see the module)."""
     found = Exploration(f"local, {workers} workers")
     start = time.perf_counter()
     props = [p for p in model.properties() if p.expectation in STATE_KINDS]
     visited, frontier_fps, states, witnesses, depth, sizes, expanded, spent = first_frontier(
         model, props, found, resume)
-    owner = np.asarray(frontier_fps, dtype=FP) % np.uint64(workers)
-    for w in range(workers):
-        mine = visited.seen[visited.seen % np.uint64(workers) == np.uint64(w)]
-        inboxes[w].put(("cmd", "init", (mine, [(p, s) for p, s in enumerate(states) if owner[p] == w])))
+    pool = _Pool(model, [[(p, states[p]) for p in range(w, len(states), workers)] for w in range(workers)])
     del states
+    try:
+        with no_collections():
+            _coordinate(model, pool, found, start, visited, frontier_fps, witnesses, depth, sizes, expanded, spent,
+                        max_states, progress, checkpoint, stop_at)
+    finally:
+        pool.close()
+    return found
+
+
+def _coordinate(model: Any, pool: _Pool, found: Exploration, start: float, visited: Any, frontier_fps: list[int],
+                witnesses: dict[str, Any], depth: int, sizes: list[int], expanded: int, spent: float,
+                max_states: int | None, progress: ProgressFn | None, checkpoint: Checkpointer | None,
+                stop_at: Collection[str] | None) -> None:
+    """The coordinator's level loop (the same bookkeeping as `bfs.search`); fills `found`."""
+    workers = len(pool.conns)
     frontier = len(frontier_fps)
-
-    def stop_now() -> bool:
-        return should_stop(stop_at, witnesses)
-
-    stopped = stop_now()
+    stopped = should_stop(stop_at, witnesses)
     while frontier and not stopped:
         if checkpoint is not None and checkpoint.due():
             checkpoint.write(visited, frontier_fps, checkpoint_meta(found, witnesses, depth, sizes, expanded,
                                                                     spent + time.perf_counter() - start))
         level_start = time.perf_counter()
-        for box in inboxes:
-            box.put(("cmd", "expand", None))
-        reports = _gather(results, procs, workers)
+        for conn in pool.conns:
+            conn.send(("expand",))
+        reports = [pool.recv(w) for w in range(workers)]
         best: dict[str, tuple[int, int]] = {}
-        for _, _, _, _, step_best, state_best, reached, transitions in reports:
+        for _, _, _, step_best, reached, transitions in reports:
             found.transitions += transitions
             found.reached.update(reached)
-            for table in (step_best, state_best):
-                for name, key in table.items():
-                    if name not in witnesses:
-                        _least(best, [name], key)
+            for name, key in step_best.items():
+                if name not in witnesses:
+                    _least(best, [name], key)
+        fps = np.concatenate([r[0] for r in reports])
+        parents = np.concatenate([r[1] for r in reports])
+        actions = np.concatenate([r[2] for r in reports])
+        who = np.concatenate([np.full(r[0].size, w, dtype=np.int64) for w, r in enumerate(reports)])
+        index = np.concatenate([np.arange(r[0].size, dtype=np.int64) for r in reports])
+        fresh = np.flatnonzero(visited.unseen(fps))
+        # Fingerprint order, and within a fingerprint the least (parent, action) first: the canonical link.
+        order = fresh[np.lexsort((actions[fresh], parents[fresh], fps[fresh]))]
+        first = np.ones(order.size, dtype=bool)
+        first[1:] = fps[order[1:]] != fps[order[:-1]]
+        won = order[first]
+        new_fps = fps[won]
+        counts = [int(np.count_nonzero(who[won] == w)) for w in range(workers)]
+        moves = plan_moves(counts)
+        for w, conn in enumerate(pool.conns):
+            mine = np.flatnonzero(who[won] == w)
+            conn.send(("winners", index[won][mine], mine, found.reached,
+                       [c for g, _, c in moves if g == w], sum(1 for _, t, _ in moves if t == w)))
+        for w in range(workers):
+            _, state_best, reached = pool.recv(w)
+            found.reached.update(reached)
+            for name, key in state_best.items():
+                if name not in witnesses:
+                    _least(best, [name], key)
+        for giver, taker, _ in moves:
+            pool.relay(giver, taker)
         for name, (parent, aidx) in best.items():
             root, steps = visited.path(depth, parent)
             witnesses[name] = (root, steps + [aidx])
-        fps = np.concatenate([r[1] for r in reports])
-        parents = np.concatenate([r[2] for r in reports])
-        actions = np.concatenate([r[3] for r in reports])
-        order = np.argsort(fps, kind="stable")
-        positions = np.empty(fps.size, dtype=np.int64)
-        positions[order] = np.arange(fps.size, dtype=np.int64)
-        at = 0
-        for (_, part, *_), box in zip(reports, inboxes, strict=True):
-            box.put(("cmd", "positions", positions[at:at + part.size]))
-            at += part.size
-        if fps.size:
-            visited.add_level(fps[order], parents[order], actions[order])
+        if new_fps.size:
+            visited.add_level(new_fps, parents[won], actions[won])
         expanded += frontier
-        frontier = int(fps.size)
-        frontier_fps = fps[order].tolist()
+        frontier = int(new_fps.size)
+        frontier_fps = new_fps.tolist()
         found.levels.append((frontier, time.perf_counter() - level_start))
         if frontier:
             depth += 1
@@ -245,7 +321,7 @@ def _coordinate(model: Any, workers: int, inboxes: list[Any], results: Any, proc
             seconds = spent + time.perf_counter() - start
             progress(Progress(depth, len(visited), frontier, seconds, len(visited) / seconds if seconds else 0.0,
                               None))
-        stopped = stop_now()
+        stopped = should_stop(stop_at, witnesses)
         if max_states is not None and len(visited) >= max_states and frontier:
             found.complete = False
             break
@@ -256,7 +332,5 @@ def _coordinate(model: Any, workers: int, inboxes: list[Any], results: Any, proc
     found.distinct_states = len(visited)
     found.depth = depth
     found.seconds = spent + time.perf_counter() - start
-    # The coordinator's visited set plus the workers' resident fingerprints (8 bytes a state).
-    found.bytes_per_state = visited.nbytes() / max(1, len(visited)) + FP(0).nbytes
+    found.bytes_per_state = visited.nbytes() / max(1, len(visited))
     found.visited = visited
-    return found
