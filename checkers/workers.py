@@ -38,8 +38,10 @@ from kcm.checkers.visited import FP, replay
 from kcm.model.interface import SOMETIMES, STATE_KINDS, STEP_KINDS
 from kcm.properties.reads import Rechecks
 
-SLACK = 0.01  # a share may exceed an even split by this fraction of the level before states are handed over
+SLACK = 0.03  # a share may exceed an even split by this fraction of the level before states are handed over
 MIN_MOVE = 32  # fewer states than this are never handed over (the pickling would cost more than it saves)
+POLL = 16  # states expanded between two looks for a request to hand over work
+MIN_STEAL = 4  # a worker with fewer states left to expand keeps them
 
 
 def _least(best: dict[str, tuple[int, int]], names: list[str], key: tuple[int, int]) -> None:
@@ -79,40 +81,70 @@ class _Worker:
                     self.keep(*msg[1:])
 
     def expand(self) -> tuple:
-        """Expand the held frontier and keep each new fingerprint's first (least) link; the level's report."""
-        model = self.model
+        """Expand the held frontier (and states taken from busier workers) and keep each new fingerprint's least
+        link; the level's report. Every POLL states a request to hand over half of what is left is answered."""
+        model, conn = self.model, self.conn
         fingerprint = model.fingerprint
         step_props = self.step_props
         step_best: dict[str, tuple[int, int]] = {}
         reached: set[str] = set()
         transitions = 0
-        seen: set[int] = set()
+        seen: dict[int, int] = {}  # fingerprint -> its candidate's index
         fps: list[int] = []
         parents: list[int] = []
         actions: list[int] = []
         states: list[Any] = []
         local: list[int] = []
-        # Positions grow along the frontier and action positions within a state: the first link is the least.
-        for li, (pos, state) in enumerate(self.frontier):
-            for aidx, action, nxt, effects in indexed_successors(model, state):
-                transitions += 1
-                bad_step, hit = step_checks(model, state, action, nxt, effects, step_props)
-                if bad_step:
-                    _least(step_best, bad_step, (pos, aidx))
-                if hit:
-                    reached.update(hit)
-                fp = fingerprint(nxt)
-                if fp in seen:
-                    continue
-                seen.add(fp)
-                fps.append(fp)
-                parents.append(pos)
-                actions.append(aidx)
-                states.append(nxt)
-                local.append(li)
+        work = self.frontier
+        li = 0
+        while True:
+            while li < len(work):
+                if li % POLL == 0 and conn.poll():
+                    self._give(conn.recv(), work, li)
+                    if li >= len(work):
+                        break
+                pos, state = work[li]
+                for aidx, action, nxt, effects in indexed_successors(model, state):
+                    transitions += 1
+                    bad_step, hit = step_checks(model, state, action, nxt, effects, step_props)
+                    if bad_step:
+                        _least(step_best, bad_step, (pos, aidx))
+                    if hit:
+                        reached.update(hit)
+                    fp = fingerprint(nxt)
+                    at = seen.get(fp)
+                    if at is not None:
+                        # States taken from another worker come out of position order: keep the least link.
+                        if (pos, aidx) < (parents[at], actions[at]):
+                            parents[at], actions[at], states[at], local[at] = pos, aidx, nxt, li
+                        continue
+                    seen[fp] = len(fps)
+                    fps.append(fp)
+                    parents.append(pos)
+                    actions.append(aidx)
+                    states.append(nxt)
+                    local.append(li)
+                li += 1
+            conn.send(("idle",))
+            msg = conn.recv()
+            while msg[0] == "give":  # a request that crossed our "idle": nothing is left to give
+                self._give(msg, work, li)
+                msg = conn.recv()
+            if msg[0] == "finish":
+                break
+            work.extend(pickle.loads(msg[1]))  # noqa: S301 - states pickled by a sibling worker of this run
+        self.frontier = work  # the parents of this level's candidates, by their index `local`
         self.states, self.local = states, local
         self.links = (np.array(parents, dtype=np.int64), np.array(actions, dtype=np.int64))
-        return (np.array(fps, dtype=FP), self.links[0], self.links[1], step_best, reached, transitions)
+        return ("report", np.array(fps, dtype=FP), self.links[0], self.links[1], step_best, reached, transitions)
+
+    def _give(self, msg: tuple, work: list[tuple[int, Any]], done: int) -> None:
+        """Answer a request for work: the last half of the states not expanded yet (none when few are left)."""
+        left = len(work) - done
+        count = left // 2 if left >= MIN_STEAL else 0
+        out = work[len(work) - count:] if count else []
+        del work[len(work) - count:]
+        self.conn.send(("gift", pickle.dumps(out, pickle.HIGHEST_PROTOCOL) if out else b""))
 
     def keep(self, winners: np.ndarray, positions: np.ndarray, reached: set[str], gives: list[int],
              takes: int) -> None:
@@ -187,6 +219,57 @@ class _Pool:
             return self.conns[w].recv()
         except EOFError:
             raise RuntimeError(f"worker process {self.procs[w].pid} died (exit {self.procs[w].exitcode})") from None
+
+    def _ready_any(self) -> list[int]:
+        """The workers that have written something (waiting for one; RuntimeError if a worker died instead)."""
+        ready = wait(self.conns + [p.sentinel for p in self.procs])
+        out = [w for w, conn in enumerate(self.conns) if conn in ready]
+        if not out:
+            dead = next(p for p in self.procs if not p.is_alive())
+            raise RuntimeError(f"worker process {dead.pid} died (exit {dead.exitcode})")
+        return out
+
+    def expand(self) -> list[tuple]:
+        """One level's expansion: every worker's report, an idle worker taking half of a busy one's states left."""
+        count = len(self.conns)
+        for conn in self.conns:
+            conn.send(("expand",))
+        reports: list[tuple] = [()] * count
+        pending = count
+        busy = set(range(count))  # workers expanding (the others wait for work or for the end of the level)
+        idle: list[int] = []
+        asked: dict[int, int] = {}  # a busy worker asked for work -> the idle worker that will take it
+        dry: set[int] = set()  # workers that had too little left to give: not asked again this level
+        while pending:
+            for w in self._ready_any():
+                msg = self.recv(w)
+                if msg[0] == "report":
+                    reports[w] = msg
+                    pending -= 1
+                    continue
+                if msg[0] == "idle":
+                    busy.discard(w)
+                    idle.append(w)
+                elif msg[0] == "gift":
+                    thief = asked.pop(w)
+                    if msg[1]:
+                        self.conns[thief].send(("take", msg[1]))
+                        busy.add(thief)
+                    else:
+                        dry.add(w)
+                        idle.append(thief)
+                while idle:
+                    victims = sorted(b for b in busy if b not in asked and b not in dry)
+                    if not victims:
+                        break
+                    thief = idle.pop()
+                    asked[victims[0]] = thief
+                    self.conns[victims[0]].send(("give",))
+                if not busy and not asked and idle:  # every worker waits: the level is done
+                    for v in idle:
+                        self.conns[v].send(("finish",))
+                    idle = []
+        return reports
 
     def relay(self, giver: int, taker: int) -> None:
         """Pass one batch of pickled states from one worker to another, as bytes (never unpickled here)."""
@@ -269,21 +352,19 @@ def _coordinate(model: Any, pool: _Pool, found: Exploration, start: float, visit
             checkpoint.write(visited, frontier_fps, checkpoint_meta(found, witnesses, depth, sizes, expanded,
                                                                     spent + time.perf_counter() - start))
         level_start = time.perf_counter()
-        for conn in pool.conns:
-            conn.send(("expand",))
-        reports = [pool.recv(w) for w in range(workers)]
+        reports = pool.expand()
         best: dict[str, tuple[int, int]] = {}
-        for _, _, _, step_best, reached, transitions in reports:
+        for _, _, _, _, step_best, reached, transitions in reports:
             found.transitions += transitions
             found.reached.update(reached)
             for name, key in step_best.items():
                 if name not in witnesses:
                     _least(best, [name], key)
-        fps = np.concatenate([r[0] for r in reports])
-        parents = np.concatenate([r[1] for r in reports])
-        actions = np.concatenate([r[2] for r in reports])
-        who = np.concatenate([np.full(r[0].size, w, dtype=np.int64) for w, r in enumerate(reports)])
-        index = np.concatenate([np.arange(r[0].size, dtype=np.int64) for r in reports])
+        fps = np.concatenate([r[1] for r in reports])
+        parents = np.concatenate([r[2] for r in reports])
+        actions = np.concatenate([r[3] for r in reports])
+        who = np.concatenate([np.full(r[1].size, w, dtype=np.int64) for w, r in enumerate(reports)])
+        index = np.concatenate([np.arange(r[1].size, dtype=np.int64) for r in reports])
         fresh = np.flatnonzero(visited.unseen(fps))
         # Fingerprint order, and within a fingerprint the least (parent, action) first: the canonical link.
         order = fresh[np.lexsort((actions[fresh], parents[fresh], fps[fresh]))]
