@@ -76,7 +76,11 @@ class _Worker:
             if msg[0] == "stop":
                 return
             if msg[0] == "expand":
-                self.conn.send(self.expand())
+                try:
+                    report = self.expand()
+                except EOFError:
+                    return
+                self.conn.send(report)
             elif msg[0] == "winners":
                 self.keep(*msg[1:])
 
@@ -132,6 +136,8 @@ class _Worker:
                 msg = conn.recv()
             if msg[0] == "finish":
                 break
+            if msg[0] == "stop":  # the coordinator gave up (another worker died): end here
+                raise EOFError
             work.extend(pickle.loads(msg[1]))  # noqa: S301 - states pickled by a sibling worker of this run
         self.frontier = work  # the parents of this level's candidates, by their index `local`
         self.states, self.local = states, local
@@ -207,13 +213,17 @@ class _Pool:
             self.conns.append(mine)
             self.procs.append(proc)
 
+    def _died(self, w: int) -> RuntimeError:
+        """The error that says worker w died (waited for, so that its exit code is known)."""
+        proc = self.procs[w]
+        proc.join(timeout=5)  # its sentinel fires as it exits, a moment before it can be waited for
+        return RuntimeError(f"worker process {proc.pid} died (exit {proc.exitcode})")
+
     def _ready(self, w: int) -> None:
         """Wait until worker w has written something (RuntimeError if it died first)."""
         conn, proc = self.conns[w], self.procs[w]
-        while not conn.poll():
-            wait([conn, proc.sentinel])
-            if not conn.poll() and not proc.is_alive():
-                raise RuntimeError(f"worker process {proc.pid} died (exit {proc.exitcode})")
+        if not conn.poll() and conn not in wait([conn, proc.sentinel]):
+            raise self._died(w)
 
     def recv(self, w: int) -> Any:
         """Worker w's next message."""
@@ -221,15 +231,14 @@ class _Pool:
         try:
             return self.conns[w].recv()
         except EOFError:
-            raise RuntimeError(f"worker process {self.procs[w].pid} died (exit {self.procs[w].exitcode})") from None
+            raise self._died(w) from None
 
     def _ready_any(self) -> list[int]:
         """The workers that have written something (waiting for one; RuntimeError if a worker died instead)."""
         ready = wait(self.conns + [p.sentinel for p in self.procs])
         out = [w for w, conn in enumerate(self.conns) if conn in ready]
         if not out:
-            dead = next(p for p in self.procs if not p.is_alive())
-            raise RuntimeError(f"worker process {dead.pid} died (exit {dead.exitcode})")
+            raise self._died(next(w for w, p in enumerate(self.procs) if p.sentinel in ready))
         return out
 
     def expand(self) -> list[tuple]:
@@ -280,7 +289,7 @@ class _Pool:
         try:
             data = self.conns[giver].recv_bytes()
         except EOFError:
-            raise RuntimeError(f"worker process {self.procs[giver].pid} died") from None
+            raise self._died(giver) from None
         self.conns[taker].send_bytes(data)
 
     def close(self) -> None:
