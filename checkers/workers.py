@@ -390,6 +390,8 @@ def _coordinate(model: Any, pool: _Pool, found: Exploration, start: float, visit
             mine = np.flatnonzero(who[won] == w)
             conn.send(("winners", index[won][mine], mine, found.reached,
                        [c for g, _, c in moves if g == w], sum(1 for _, t, _ in moves if t == w)))
+        if new_fps.size:  # while the workers judge their new states
+            visited.add_level(new_fps, parents[won], actions[won])
         for w in range(workers):
             _, state_best, reached = pool.recv(w)
             found.reached.update(reached)
@@ -401,8 +403,6 @@ def _coordinate(model: Any, pool: _Pool, found: Exploration, start: float, visit
         for name, (parent, aidx) in best.items():
             root, steps = visited.path(depth, parent)
             witnesses[name] = (root, steps + [aidx])
-        if new_fps.size:
-            visited.add_level(new_fps, parents[won], actions[won])
         expanded += frontier
         frontier = int(new_fps.size)
         frontier_fps = new_fps.tolist()
