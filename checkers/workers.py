@@ -41,7 +41,7 @@ from kcm.properties.reads import Rechecks
 
 SLACK = 0.03  # a share may exceed an even split by this fraction of the level before states are handed over
 MIN_MOVE = 32  # fewer states than this are never handed over (the pickling would cost more than it saves)
-POLL = 16  # states expanded between two looks for a request to hand over work
+POLL = 4  # states expanded between two looks for a request to hand over work
 MIN_STEAL = 4  # a worker with fewer states left to expand keeps them
 
 
