@@ -5,7 +5,8 @@ level). Level by level, in step with the coordinator (this process):
 
 1. every worker expands the frontier states it holds (the step checks run there) and keeps its successors, each
    fingerprint once with its least (parent position, action position); it sends the coordinator only numpy
-   arrays of fingerprints and links, never a state;
+   arrays of fingerprints and links, never a state; a worker that has expanded all it holds takes the last half
+   of what a busy one has left (pickled, relayed by the coordinator), so the level ends on every core together;
 2. the coordinator drops the fingerprints already visited, picks for each new one its least link over every
    worker (the canonical choice), puts the level in fingerprint order, records the links in its `Visited`, and
    tells each worker which of its candidates won and at which global positions;
