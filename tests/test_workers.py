@@ -1,4 +1,4 @@
-"""`kcm explore --workers N`: owner processes give the single-process engine's counts, verdicts and counterexamples."""
+"""`kcm explore --workers N`: worker processes give the single-process engine's counts, verdicts and counterexamples."""
 
 from __future__ import annotations
 
@@ -149,7 +149,7 @@ def test_a_killed_run_of_owner_processes_resumes_to_the_whole_counts(tmp_path):
             assert time.monotonic() < deadline, "no checkpoint at level 6 within 300 s"
             time.sleep(0.05)
     finally:
-        os.killpg(proc.pid, signal.SIGKILL)  # the coordinator and its owner processes at once
+        os.killpg(proc.pid, signal.SIGKILL)  # the coordinator and its worker processes at once
         proc.wait()
     done = subprocess.run(cli + ["--json", "--resume", str(ckpt)], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
