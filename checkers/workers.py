@@ -1,15 +1,20 @@
-"""The multi-process local engine (`kcm explore --workers N`): Stern and Dill's hash-partitioned owner processes.
+"""The multi-process local engine (`kcm explore --workers N`): N processes expand a level, states never travel.
 
-Each of N worker processes owns the states whose fingerprint is w modulo N, and keeps their fingerprints as its
-own resident visited set (a sorted uint64 array). Level by level, in step with the coordinator (this process):
+Each worker process holds a share of the frontier (the states themselves, with their global positions in the
+level). Level by level, in step with the coordinator (this process):
 
-1. every worker expands the frontier states it owns (the step checks run there), and routes each successor to
-   its owner, batched per owner and level, already-sent fingerprints left out (they are visited by then);
-2. every owner keeps, of the candidates it receives, those it has not visited, each with its least (parent
-   position, action position), and runs the state checks on them;
-3. the coordinator merges the owners' new fingerprints into the level (fingerprint order: the same positions
-   as the single-process engine), records the parent links in its `Visited`, picks each property's least
-   witness, and tells each owner the global positions of its new states.
+1. every worker expands the frontier states it holds (the step checks run there) and keeps its successors, each
+   fingerprint once with its least (parent position, action position); it sends the coordinator only numpy
+   arrays of fingerprints and links, never a state; a worker that has expanded all it holds takes the last half
+   of what a busy one has left (pickled, relayed by the coordinator), so the level ends on every core together;
+2. the coordinator drops the fingerprints already visited, picks for each new one its least link over every
+   worker (the canonical choice), puts the level in fingerprint order, records the links in its `Visited`, and
+   tells each worker which of its candidates won and at which global positions;
+3. each worker keeps its winners as its next frontier and judges their state properties, by the same rule as
+   the single-process engine (only the properties that read a part the step changed, `Rechecks`), with the parent
+   it has at hand; the coordinator merges each property's least witness;
+4. when the workers' shares differ by more than a little, the coordinator has the larger ones hand some states
+   to the smaller ones (pickled bytes relayed through it), so the load stays even.
 
 So the counts, the verdicts and every counterexample are the single-process engine's (`checkers/bfs.py` defines
 the canonical order). Checkpoints have the single-process format (the coordinator holds the whole visited set):
@@ -18,21 +23,27 @@ either engine resumes the other's.
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
-import queue
+import pickle
 import time
 from collections.abc import Collection
+from multiprocessing.connection import wait
 from typing import Any
 
 import numpy as np
 from kcm.checkers.bfs import Progress, ProgressFn, checkpoint_meta, first_frontier, should_stop
 from kcm.checkers.checkpoint import Checkpointer, Snapshot
-from kcm.checkers.collector import rare_collections
+from kcm.checkers.collector import no_collections
 from kcm.checkers.verdicts import Exploration, indexed_successors, state_checks, step_checks
 from kcm.checkers.visited import FP, replay
-from kcm.model.interface import STATE_KINDS, STEP_KINDS
+from kcm.model.interface import SOMETIMES, STATE_KINDS, STEP_KINDS
+from kcm.properties.reads import Rechecks
 
-SENT_CACHE = 1 << 21  # fingerprints a worker remembers having sent (then it forgets them all and starts again)
+SLACK = 0.03  # a share may exceed an even split by this fraction of the level before states are handed over
+MIN_MOVE = 32  # fewer states than this are never handed over (the pickling would cost more than it saves)
+POLL = 4  # states expanded between two looks for a request to hand over work
+MIN_STEAL = 4  # a worker with fewer states left to expand keeps them
 
 
 def _least(best: dict[str, tuple[int, int]], names: list[str], key: tuple[int, int]) -> None:
@@ -42,201 +53,360 @@ def _least(best: dict[str, tuple[int, int]], names: list[str], key: tuple[int, i
 
 
 class _Worker:
-    """One owner process's state: its visited fingerprints, its frontier, the candidates of the level in work."""
+    """One worker process's state: its share of the frontier and the candidates of the level in work."""
 
-    def __init__(self, index: int, count: int, model: Any, inbox: Any, peers: list[Any], results: Any) -> None:
-        self.index, self.count, self.model = index, count, model
-        self.inbox, self.peers, self.results = inbox, peers, results
-        self.seen = np.empty(0, dtype=FP)
-        self.frontier: list[tuple[int, Any]] = []  # (global position in the level, state)
-        self.new: list[Any] = []  # the level's new states, in the order of the fingerprints reported
-        self.new_fps = np.empty(0, dtype=FP)
-        self.sent: set[int] = set()
-        self.buffered: list[tuple] = []
+    def __init__(self, model: Any, conn: Any, frontier: list[tuple[int, Any]]) -> None:
+        self.model, self.conn = model, conn
+        self.frontier = frontier  # (global position in the level, state), in position order
         self.step_props = [p for p in model.properties() if p.expectation in STEP_KINDS]
         self.state_props = [p for p in model.properties() if p.expectation in STATE_KINDS]
-
-    def receive(self, kind: str) -> tuple:
-        """The next message of this kind (a peer's batch may arrive before the coordinator's command)."""
-        for i, msg in enumerate(self.buffered):
-            if msg[0] == kind:
-                return self.buffered.pop(i)
-        while True:
-            msg = self.inbox.get()
-            if msg[0] == kind or (kind == "cmd" and msg[0] == "stop"):
-                return msg
-            self.buffered.append(msg)
+        self.rechecks = Rechecks(self.state_props)
+        self.reached: set[str] = set()  # goals reached anywhere (the coordinator's word): not judged again
+        # The level's candidates: state, the parent's index in self.frontier, and the link sent for it.
+        self.states: list[Any] = []
+        self.local: list[int] = []
+        self.links: tuple[np.ndarray, np.ndarray] = (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64))
 
     def run(self) -> None:
-        """Serve the coordinator's commands until it says stop."""
-        with rare_collections():
-            while True:
-                msg = self.receive("cmd")
-                if msg[0] == "stop":
+        """Serve the coordinator's commands until it says stop (or goes away)."""
+        while True:
+            try:
+                msg = self.conn.recv()
+            except EOFError:
+                return
+            if msg[0] == "stop":
+                return
+            if msg[0] == "expand":
+                try:
+                    report = self.expand()
+                except EOFError:
                     return
-                _, what, payload = msg
-                if what == "init":
-                    self.seen, self.frontier = payload
-                elif what == "expand":
-                    self.results.put(self.expand())
-                elif what == "positions":
-                    self.frontier = list(zip(payload.tolist(), self.new, strict=True))
-                    self.seen = np.sort(np.concatenate([self.seen, self.new_fps]), kind="stable")
-                    self.new, self.new_fps = [], np.empty(0, dtype=FP)
+                self.conn.send(report)
+            elif msg[0] == "winners":
+                self.keep(*msg[1:])
 
     def expand(self) -> tuple:
-        """Expand the owned frontier, exchange candidates with the peers, keep the new ones; the level's report."""
-        model, count = self.model, self.count
+        """Expand the held frontier (and states taken from busier workers) and keep each new fingerprint's least
+        link; the level's report. Every POLL states a request to hand over half of what is left is answered."""
+        model, conn = self.model, self.conn
         fingerprint = model.fingerprint
-        out: list[dict[int, tuple[int, int, Any]]] = [{} for _ in range(count)]
+        step_props = self.step_props
         step_best: dict[str, tuple[int, int]] = {}
         reached: set[str] = set()
         transitions = 0
-        sent = self.sent
-        for pos, state in self.frontier:
-            for aidx, action, nxt, effects in indexed_successors(model, state):
-                transitions += 1
-                bad_step, hit = step_checks(model, state, action, nxt, effects, self.step_props)
-                if bad_step:
-                    _least(step_best, bad_step, (pos, aidx))
-                if hit:
-                    reached.update(hit)
-                fp = fingerprint(nxt)
-                if fp in sent:
-                    continue
-                batch = out[fp % count]
-                if fp not in batch:  # positions grow as the frontier is walked: the first link is the least
-                    batch[fp] = (pos, aidx, nxt)
-        for w in range(count):
-            if w != self.index:
-                sent.update(out[w])
-                self.peers[w].put(("batch", self.index, list(out[w].items())))
-        if len(sent) > SENT_CACHE:
-            sent.clear()
-        candidates = out[self.index]
-        for _ in range(count - 1):
-            _, _, rows = self.receive("batch")
-            for fp, link in rows:
-                old = candidates.get(fp)
-                if old is None or (old[0], old[1]) > (link[0], link[1]):
-                    candidates[fp] = link
-        fps = np.fromiter(candidates, dtype=FP, count=len(candidates))
-        if self.seen.size and fps.size:
-            at = np.searchsorted(self.seen, fps)
-            at[at == self.seen.size] = 0
-            fps = fps[self.seen[at] != fps]
-        fps.sort()
+        seen: dict[int, int] = {}  # fingerprint -> its candidate's index
+        fps: list[int] = []
+        parents: list[int] = []
+        actions: list[int] = []
+        states: list[Any] = []
+        local: list[int] = []
+        work = self.frontier
+        li = 0
+        while True:
+            while li < len(work):
+                if li % POLL == 0 and conn.poll():
+                    self._give(conn.recv(), work, li)
+                    if li >= len(work):
+                        break
+                pos, state = work[li]
+                for aidx, action, nxt, effects in indexed_successors(model, state):
+                    transitions += 1
+                    bad_step, hit = step_checks(model, state, action, nxt, effects, step_props)
+                    if bad_step:
+                        _least(step_best, bad_step, (pos, aidx))
+                    if hit:
+                        reached.update(hit)
+                    fp = fingerprint(nxt)
+                    at = seen.get(fp)
+                    if at is not None:
+                        # States taken from another worker come out of position order: keep the least link.
+                        if (pos, aidx) < (parents[at], actions[at]):
+                            parents[at], actions[at], states[at], local[at] = pos, aidx, nxt, li
+                        continue
+                    seen[fp] = len(fps)
+                    fps.append(fp)
+                    parents.append(pos)
+                    actions.append(aidx)
+                    states.append(nxt)
+                    local.append(li)
+                li += 1
+            conn.send(("idle",))
+            msg = conn.recv()
+            while msg[0] == "give":  # a request that crossed our "idle": nothing is left to give
+                self._give(msg, work, li)
+                msg = conn.recv()
+            if msg[0] == "finish":
+                break
+            if msg[0] == "stop":  # the coordinator gave up (another worker died): end here
+                raise EOFError
+            work.extend(pickle.loads(msg[1]))  # noqa: S301 - states pickled by a sibling worker of this run
+        self.frontier = work  # the parents of this level's candidates, by their index `local`
+        self.states, self.local = states, local
+        self.links = (np.array(parents, dtype=np.int64), np.array(actions, dtype=np.int64))
+        return ("report", np.array(fps, dtype=FP), self.links[0], self.links[1], step_best, reached, transitions)
+
+    def _give(self, msg: tuple, work: list[tuple[int, Any]], done: int) -> None:
+        """Answer a request for work: the last half of the states not expanded yet (none when few are left)."""
+        left = len(work) - done
+        count = left // 2 if left >= MIN_STEAL else 0
+        out = work[len(work) - count:] if count else []
+        del work[len(work) - count:]
+        self.conn.send(("gift", pickle.dumps(out, pickle.HIGHEST_PROTOCOL) if out else b""))
+
+    def keep(self, winners: np.ndarray, positions: np.ndarray, reached: set[str], gives: list[int],
+             takes: int) -> None:
+        """Keep the winning candidates as the next frontier, judge them, report, then hand over or take states."""
+        model = self.model
+        if any(p.expectation == SOMETIMES and p.name in reached and p.name not in self.reached
+               for p in self.state_props):
+            self.rechecks = Rechecks([p for p in self.state_props
+                                      if p.expectation != SOMETIMES or p.name not in reached])
+        self.reached = set(reached)
+        after_step = self.rechecks.after_step
+        states, local, frontier = self.states, self.local, self.frontier
+        parents, actions = self.links
         state_best: dict[str, tuple[int, int]] = {}
-        parents = np.empty(fps.size, dtype=np.int64)
-        actions = np.empty(fps.size, dtype=np.int64)
-        self.new = []
-        for i, fp in enumerate(fps.tolist()):
-            pos, aidx, state = candidates[fp]
-            parents[i], actions[i] = pos, aidx
-            self.new.append(state)
-            bad, hit = state_checks(model, state, self.state_props)
+        hits: set[str] = set()
+        kept: list[tuple[int, Any]] = []
+        for i, pos in zip(winners.tolist(), positions.tolist(), strict=True):
+            state = states[i]
+            # A property reading only parts the step left as they were has the parent's verdict (as in bfs).
+            bad, hit = state_checks(model, state, after_step(frontier[local[i]][1], state))
             if bad:
-                _least(state_best, bad, (pos, aidx))
+                _least(state_best, bad, (int(parents[i]), int(actions[i])))
             if hit:
-                reached.update(hit)
-        self.new_fps = fps
-        return self.index, fps, parents, actions, step_best, state_best, reached, transitions
+                hits.update(hit)
+            kept.append((pos, state))
+        self.states, self.local = [], []
+        self.conn.send(("verdicts", state_best, hits))
+        for count in gives:
+            # States spread evenly over the share, not its tail: the taker's share then spans every position as
+            # the giver's does (a share of the last positions would lose most ties for the least link next time).
+            picked = {len(kept) * i // count for i in range(count)}
+            out = [row for i, row in enumerate(kept) if i in picked]
+            kept = [row for i, row in enumerate(kept) if i not in picked]
+            self.conn.send_bytes(pickle.dumps(out, pickle.HIGHEST_PROTOCOL))
+        if takes:
+            for _ in range(takes):
+                kept.extend(pickle.loads(self.conn.recv_bytes()))  # noqa: S301 - our own workers' states
+            kept.sort(key=lambda row: row[0])
+        self.frontier = kept
 
 
-def _serve(index: int, count: int, model: Any, inboxes: list[Any], results: Any) -> None:
-    _Worker(index, count, model, inboxes[index], inboxes, results).run()
+def _serve(model: Any, conn: Any, frontier: list[tuple[int, Any]]) -> None:
+    # No cycle collection in a worker at all (it holds immutable states only): turning it back on at the end would
+    # make the process's last allocations scan every object it made, which costs seconds at the exit of a big run.
+    gc.disable()
+    _Worker(model, conn, frontier).run()
+
+
+class _Pool:
+    """The coordinator's ends of the workers' pipes, with a check that every worker is still there."""
+
+    def __init__(self, model: Any, shares: list[list[tuple[int, Any]]]) -> None:
+        ctx = multiprocessing.get_context("fork")  # the workers inherit the model and their share as they are
+        self.conns, self.procs = [], []
+        for share in shares:
+            mine, theirs = ctx.Pipe()
+            proc = ctx.Process(target=_serve, args=(model, theirs, share), daemon=True)
+            proc.start()
+            theirs.close()
+            self.conns.append(mine)
+            self.procs.append(proc)
+
+    def _died(self, w: int) -> RuntimeError:
+        """The error that says worker w died (waited for, so that its exit code is known)."""
+        proc = self.procs[w]
+        proc.join(timeout=5)  # its sentinel fires as it exits, a moment before it can be waited for
+        return RuntimeError(f"worker process {proc.pid} died (exit {proc.exitcode})")
+
+    def _ready(self, w: int) -> None:
+        """Wait until worker w has written something (RuntimeError if it died first)."""
+        conn, proc = self.conns[w], self.procs[w]
+        if not conn.poll() and conn not in wait([conn, proc.sentinel]):
+            raise self._died(w)
+
+    def recv(self, w: int) -> Any:
+        """Worker w's next message."""
+        self._ready(w)
+        try:
+            return self.conns[w].recv()
+        except EOFError:
+            raise self._died(w) from None
+
+    def _ready_any(self) -> list[int]:
+        """The workers that have written something (waiting for one; RuntimeError if a worker died instead)."""
+        ready = wait(self.conns + [p.sentinel for p in self.procs])
+        out = [w for w, conn in enumerate(self.conns) if conn in ready]
+        if not out:
+            raise self._died(next(w for w, p in enumerate(self.procs) if p.sentinel in ready))
+        return out
+
+    def expand(self) -> list[tuple]:
+        """One level's expansion: every worker's report, an idle worker taking half of a busy one's states left."""
+        count = len(self.conns)
+        for conn in self.conns:
+            conn.send(("expand",))
+        reports: list[tuple] = [()] * count
+        pending = count
+        busy = set(range(count))  # workers expanding (the others wait for work or for the end of the level)
+        idle: list[int] = []
+        asked: dict[int, int] = {}  # a busy worker asked for work -> the idle worker that will take it
+        dry: set[int] = set()  # workers that had too little left to give: not asked again this level
+        while pending:
+            for w in self._ready_any():
+                msg = self.recv(w)
+                if msg[0] == "report":
+                    reports[w] = msg
+                    pending -= 1
+                    continue
+                if msg[0] == "idle":
+                    busy.discard(w)
+                    idle.append(w)
+                elif msg[0] == "gift":
+                    thief = asked.pop(w)
+                    if msg[1]:
+                        self.conns[thief].send(("take", msg[1]))
+                        busy.add(thief)
+                    else:
+                        dry.add(w)
+                        idle.append(thief)
+                while idle:
+                    victims = sorted(b for b in busy if b not in asked and b not in dry)
+                    if not victims:
+                        break
+                    thief = idle.pop()
+                    asked[victims[0]] = thief
+                    self.conns[victims[0]].send(("give",))
+                if not busy and not asked and idle:  # every worker waits: the level is done
+                    for v in idle:
+                        self.conns[v].send(("finish",))
+                    idle = []
+        return reports
+
+    def relay(self, giver: int, taker: int) -> None:
+        """Pass one batch of pickled states from one worker to another, as bytes (never unpickled here)."""
+        self._ready(giver)
+        try:
+            data = self.conns[giver].recv_bytes()
+        except EOFError:
+            raise self._died(giver) from None
+        self.conns[taker].send_bytes(data)
+
+    def close(self) -> None:
+        """Tell every worker to stop and wait for it (killed if it does not)."""
+        for conn in self.conns:
+            try:
+                conn.send(("stop",))
+            except OSError:  # that worker is gone already
+                pass
+        for proc in self.procs:
+            proc.join(timeout=10)
+            if proc.is_alive():
+                proc.kill()
+                proc.join()
+        for conn in self.conns:
+            conn.close()
+
+
+def plan_moves(counts: list[int]) -> list[tuple[int, int, int]]:
+    """(giver, taker, count) handovers that bring the workers' shares of a level close to an even split."""
+    total, n = sum(counts), len(counts)
+    target = [total // n + (1 if w < total % n else 0) for w in range(n)]
+    slack = max(MIN_MOVE, int(total * SLACK))
+    if max(c - t for c, t in zip(counts, target, strict=True)) <= slack:
+        return []
+    surplus = [[w, c - t] for w, (c, t) in enumerate(zip(counts, target, strict=True)) if c > t]
+    deficit = [[w, t - c] for w, (c, t) in enumerate(zip(counts, target, strict=True)) if c < t]
+    moves = []
+    while surplus and deficit:
+        give, take = surplus[-1], deficit[-1]
+        count = min(give[1], take[1])
+        moves.append((give[0], take[0], count))
+        give[1] -= count
+        take[1] -= count
+        if not give[1]:
+            surplus.pop()
+        if not take[1]:
+            deficit.pop()
+    return [m for m in moves if m[2] >= 1]
 
 
 def explore(model: Any, workers: int, max_states: int | None = None, progress: ProgressFn | None = None,
             checkpoint: Checkpointer | None = None, resume: Snapshot | None = None,
             stop_at: Collection[str] | None = None) -> Exploration:
-    """Explore the boundary with `workers` owner processes; the same result as `bfs.explore` (see the module)."""
-    ctx = multiprocessing.get_context("fork")  # the workers inherit the model as it is
-    inboxes = [ctx.Queue() for _ in range(workers)]
-    results = ctx.Queue()
-    procs = [ctx.Process(target=_serve, args=(w, workers, model, inboxes, results), daemon=True)
-             for w in range(workers)]
-    for proc in procs:
-        proc.start()
-    try:
-        return _coordinate(model, workers, inboxes, results, procs, max_states, progress, checkpoint, resume,
-                           stop_at)
-    finally:
-        for box in inboxes:
-            box.put(("stop",))
-        for proc in procs:
-            proc.join(timeout=10)
-            if proc.is_alive():
-                proc.kill()
-
-
-def _gather(results: Any, procs: list[Any], workers: int) -> list[tuple]:
-    """One report from every worker (RuntimeError if a worker died)."""
-    out = []
-    while len(out) < workers:
-        try:
-            out.append(results.get(timeout=5))
-        except queue.Empty:  # check that every worker is still there
-            dead = [p for p in procs if not p.is_alive()]
-            if dead:
-                raise RuntimeError(f"worker process {dead[0].pid} died (exit {dead[0].exitcode})") from None
-    return sorted(out, key=lambda r: r[0])
-
-
-def _coordinate(model: Any, workers: int, inboxes: list[Any], results: Any, procs: list[Any],
-                max_states: int | None, progress: ProgressFn | None, checkpoint: Checkpointer | None,
-                resume: Snapshot | None, stop_at: Collection[str] | None) -> Exploration:
-    """The coordinator's level loop (the same bookkeeping as `bfs.search`)."""
+    """Explore the boundary with `workers` processes; the same result as `bfs.explore` (see the module)."""
     found = Exploration(f"local, {workers} workers")
     start = time.perf_counter()
     props = [p for p in model.properties() if p.expectation in STATE_KINDS]
     visited, frontier_fps, states, witnesses, depth, sizes, expanded, spent = first_frontier(
         model, props, found, resume)
-    owner = np.asarray(frontier_fps, dtype=FP) % np.uint64(workers)
-    for w in range(workers):
-        mine = visited.seen[visited.seen % np.uint64(workers) == np.uint64(w)]
-        inboxes[w].put(("cmd", "init", (mine, [(p, s) for p, s in enumerate(states) if owner[p] == w])))
+    pool = _Pool(model, [[(p, states[p]) for p in range(w, len(states), workers)] for w in range(workers)])
     del states
+    try:
+        with no_collections():
+            _coordinate(model, pool, found, start, visited, frontier_fps, witnesses, depth, sizes, expanded, spent,
+                        max_states, progress, checkpoint, stop_at)
+    finally:
+        pool.close()
+    return found
+
+
+def _coordinate(model: Any, pool: _Pool, found: Exploration, start: float, visited: Any, frontier_fps: list[int],
+                witnesses: dict[str, Any], depth: int, sizes: list[int], expanded: int, spent: float,
+                max_states: int | None, progress: ProgressFn | None, checkpoint: Checkpointer | None,
+                stop_at: Collection[str] | None) -> None:
+    """The coordinator's level loop (the same bookkeeping as `bfs.search`); fills `found`."""
+    workers = len(pool.conns)
     frontier = len(frontier_fps)
-
-    def stop_now() -> bool:
-        return should_stop(stop_at, witnesses)
-
-    stopped = stop_now()
+    stopped = should_stop(stop_at, witnesses)
     while frontier and not stopped:
         if checkpoint is not None and checkpoint.due():
             checkpoint.write(visited, frontier_fps, checkpoint_meta(found, witnesses, depth, sizes, expanded,
                                                                     spent + time.perf_counter() - start))
         level_start = time.perf_counter()
-        for box in inboxes:
-            box.put(("cmd", "expand", None))
-        reports = _gather(results, procs, workers)
+        reports = pool.expand()
         best: dict[str, tuple[int, int]] = {}
-        for _, _, _, _, step_best, state_best, reached, transitions in reports:
+        for _, _, _, _, step_best, reached, transitions in reports:
             found.transitions += transitions
             found.reached.update(reached)
-            for table in (step_best, state_best):
-                for name, key in table.items():
-                    if name not in witnesses:
-                        _least(best, [name], key)
-        for name, (parent, aidx) in best.items():
-            root, steps = visited.path(depth, parent)
-            witnesses[name] = (root, steps + [aidx])
+            for name, key in step_best.items():
+                if name not in witnesses:
+                    _least(best, [name], key)
         fps = np.concatenate([r[1] for r in reports])
         parents = np.concatenate([r[2] for r in reports])
         actions = np.concatenate([r[3] for r in reports])
-        order = np.argsort(fps, kind="stable")
-        positions = np.empty(fps.size, dtype=np.int64)
-        positions[order] = np.arange(fps.size, dtype=np.int64)
-        at = 0
-        for (_, part, *_), box in zip(reports, inboxes, strict=True):
-            box.put(("cmd", "positions", positions[at:at + part.size]))
-            at += part.size
-        if fps.size:
-            visited.add_level(fps[order], parents[order], actions[order])
+        who = np.concatenate([np.full(r[1].size, w, dtype=np.int64) for w, r in enumerate(reports)])
+        index = np.concatenate([np.arange(r[1].size, dtype=np.int64) for r in reports])
+        fresh = np.flatnonzero(visited.unseen(fps))
+        # Fingerprint order, and within a fingerprint the least (parent, action) first: the canonical link.
+        order = fresh[np.lexsort((actions[fresh], parents[fresh], fps[fresh]))]
+        first = np.ones(order.size, dtype=bool)
+        first[1:] = fps[order[1:]] != fps[order[:-1]]
+        won = order[first]
+        new_fps = fps[won]
+        counts = [int(np.count_nonzero(who[won] == w)) for w in range(workers)]
+        moves = plan_moves(counts)
+        for w, conn in enumerate(pool.conns):
+            mine = np.flatnonzero(who[won] == w)
+            conn.send(("winners", index[won][mine], mine, found.reached,
+                       [c for g, _, c in moves if g == w], sum(1 for _, t, _ in moves if t == w)))
+        if new_fps.size:  # while the workers judge their new states
+            visited.add_level(new_fps, parents[won], actions[won])
+        for w in range(workers):
+            _, state_best, reached = pool.recv(w)
+            found.reached.update(reached)
+            for name, key in state_best.items():
+                if name not in witnesses:
+                    _least(best, [name], key)
+        for giver, taker, _ in moves:
+            pool.relay(giver, taker)
+        for name, (parent, aidx) in best.items():
+            root, steps = visited.path(depth, parent)
+            witnesses[name] = (root, steps + [aidx])
         expanded += frontier
-        frontier = int(fps.size)
-        frontier_fps = fps[order].tolist()
+        frontier = int(new_fps.size)
+        frontier_fps = new_fps.tolist()
         found.levels.append((frontier, time.perf_counter() - level_start))
         if frontier:
             depth += 1
@@ -245,7 +415,7 @@ def _coordinate(model: Any, workers: int, inboxes: list[Any], results: Any, proc
             seconds = spent + time.perf_counter() - start
             progress(Progress(depth, len(visited), frontier, seconds, len(visited) / seconds if seconds else 0.0,
                               None))
-        stopped = stop_now()
+        stopped = should_stop(stop_at, witnesses)
         if max_states is not None and len(visited) >= max_states and frontier:
             found.complete = False
             break
@@ -256,7 +426,5 @@ def _coordinate(model: Any, workers: int, inboxes: list[Any], results: Any, proc
     found.distinct_states = len(visited)
     found.depth = depth
     found.seconds = spent + time.perf_counter() - start
-    # The coordinator's visited set plus the workers' resident fingerprints (8 bytes a state).
-    found.bytes_per_state = visited.nbytes() / max(1, len(visited)) + FP(0).nbytes
+    found.bytes_per_state = visited.nbytes() / max(1, len(visited))
     found.visited = visited
-    return found

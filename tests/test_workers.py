@@ -1,4 +1,4 @@
-"""`kcm explore --workers N`: owner processes give the single-process engine's counts, verdicts and counterexamples."""
+"""`kcm explore --workers N`: worker processes give the single-process engine's counts, verdicts and counterexamples."""
 
 from __future__ import annotations
 
@@ -30,6 +30,71 @@ def _same(a, b) -> None:
 def test_owner_processes_find_what_one_process_finds(config, count):
     model = BoundedSystem(load_config(config))
     _same(workers.explore(model, count), bfs.explore(model))
+
+
+def test_shares_are_evened_out_by_handovers():
+    assert workers.plan_moves([10, 10]) == []
+    assert workers.plan_moves([1000, 0]) == [(0, 1, 500)]
+    assert workers.plan_moves([520, 480]) == []  # within the slack: not worth the pickling
+    moves = workers.plan_moves([900, 50, 50])
+    after = [900, 50, 50]
+    for giver, taker, count in moves:
+        after[giver] -= count
+        after[taker] += count
+    assert sorted(after) == [333, 333, 334]
+
+
+def test_idle_workers_take_work_from_busy_ones(monkeypatch):
+    # No handover between levels: the worker that expands the single initial state keeps every state it finds,
+    # so the others work only on what they take from it during a level.
+    monkeypatch.setattr(workers, "plan_moves", lambda counts: [])
+    monkeypatch.setattr(workers, "POLL", 1)
+    monkeypatch.setattr(workers, "MIN_STEAL", 2)
+    gifts = []
+    recv = workers._Pool.recv
+
+    def counting(pool, w):
+        msg = recv(pool, w)
+        if msg[0] == "gift" and msg[1]:
+            gifts.append(w)
+        return msg
+
+    monkeypatch.setattr(workers._Pool, "recv", counting)
+    model = BoundedSystem(load_config("unclean"))
+    _same(workers.explore(model, 3), bfs.explore(model))
+    assert gifts
+
+
+def test_states_handed_over_between_levels_keep_the_result(monkeypatch):
+    monkeypatch.setattr(workers, "SLACK", 0.0)
+    monkeypatch.setattr(workers, "MIN_MOVE", 0)
+    relayed = []
+    relay = workers._Pool.relay
+    monkeypatch.setattr(workers._Pool, "relay", lambda pool, g, t: (relayed.append((g, t)), relay(pool, g, t)))
+    model = BoundedSystem(load_config("bugs/KAFKA-2729"))
+    _same(workers.explore(model, 2), bfs.explore(model))
+    assert relayed
+
+
+class _DiesInAWorker:
+    """A model whose steps end the process they run in, once that is not the coordinator's."""
+
+    def __init__(self, model) -> None:
+        self.model, self.parent = model, os.getpid()
+
+    def __getattr__(self, name):
+        return getattr(self.model, name)
+
+    def successor(self, state, action):
+        if os.getpid() != self.parent:
+            os._exit(3)
+        return self.model.successor(state, action)
+
+
+def test_a_worker_that_dies_is_reported():
+    model = _DiesInAWorker(BoundedSystem(load_config("tiny")))
+    with pytest.raises(RuntimeError, match="died"):
+        workers.explore(model, 2)
 
 
 def test_owner_processes_stop_at_the_same_first_violation():
@@ -84,7 +149,7 @@ def test_a_killed_run_of_owner_processes_resumes_to_the_whole_counts(tmp_path):
             assert time.monotonic() < deadline, "no checkpoint at level 6 within 300 s"
             time.sleep(0.05)
     finally:
-        os.killpg(proc.pid, signal.SIGKILL)  # the coordinator and its owner processes at once
+        os.killpg(proc.pid, signal.SIGKILL)  # the coordinator and its worker processes at once
         proc.wait()
     done = subprocess.run(cli + ["--json", "--resume", str(ckpt)], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr

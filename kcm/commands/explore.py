@@ -35,8 +35,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--spark-log", action="store_true",
                    help="spark engine: Spark's own logging (start-up lines, warnings) instead of errors only")
     p.add_argument("--workers", type=flags.count(1, 256), default=1, metavar="N",
-                   help="local engine: N owner processes, states partitioned by fingerprint (TLC's -workers; "
-                        "default 1: this process alone); the same counts and counterexamples")
+                   help="local engine: N worker processes sharing each level's states, only fingerprints and "
+                        "links sent between them (TLC's -workers; default 1: this process alone); the same counts "
+                        "and counterexamples")
     p.add_argument("--max-states", type=flags.count(1, flags.MAX_STATES),
                    help="stop after this many distinct states (the run is then partial)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
