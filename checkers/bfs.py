@@ -2,7 +2,7 @@
 
 `search` keeps the compact visited set (`checkers/visited.py`), dedupes, records verdicts, applies the bounds,
 stops at the first violation when asked, reports progress and writes checkpoints at level boundaries. An engine
-supplies only how a level is expanded (`expand_level`): in this process (`explore`), or in owner processes
+supplies only how a level is expanded (`expand_level`): in this process (`explore`), or in worker processes
 (`checkers/workers.py`, which keeps its own loop with the same rules).
 
 The canonical order, which every engine follows so that all print the same counterexample: a level is kept in
