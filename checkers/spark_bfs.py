@@ -569,6 +569,7 @@ def explore(model: Any, spark: Any, max_states: int | None = None, progress: Pro
     before = states - width  # states in the levels before `depth`
     known = True  # whether `width` (the frontier's size) is known yet: else the next expansion counts it
     levels: list[LevelTiming] = []
+    reported: tuple[int, int, int] | None = None  # the last progress report's (level, states, frontier)
 
     def counted(n: int) -> None:  # the frontier's size is now known
         nonlocal width, known, states, depth
@@ -652,9 +653,14 @@ def explore(model: Any, spark: Any, max_states: int | None = None, progress: Pro
         levels.append(LevelTiming(level, prior, expanded, done - began, mid - began, done - mid,
                                   "driver" if on_host else "spark"))
         if progress:
+            # A level run on Spark leaves its new frontier uncounted (the next expansion counts it): what is known
+            # then is the level just expanded, so that is the level reported; a report already made is not repeated.
             seconds = spent + time.perf_counter() - start
-            progress(Progress(depth, states, width, seconds, states / seconds if seconds else 0.0,
-                              _eta(sizes, width, 0, 0, max(1, before), seconds)))
+            line = (depth if known else depth - 1, states, width)
+            if line != reported:
+                reported = line
+                progress(Progress(*line, seconds, states / seconds if seconds else 0.0,
+                                  _eta(sizes, width, 0, 0, max(1, before), seconds)))
         if known and not width:
             break
         if stop or max_states is not None and states >= max_states:

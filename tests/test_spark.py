@@ -100,10 +100,18 @@ def test_levels_go_to_the_driver_and_back_as_they_thin_and_grow_with_the_same_re
     model = BoundedSystem(load_config("controller"))
     local = bfs.explore(model)
     levels: list = []
-    found = spark_bfs.explore(model, spark, timings=levels, host_below=1000)
+    reports: list = []
+    found = spark_bfs.explore(model, spark, timings=levels, host_below=1000, progress=reports.append)
     # controller's levels: 1, 10, 76, 417, 1440, ... the widest, ... 905, 230, 30, 2
     assert [t.where for t in levels[:4]] == ["driver"] * 4 and levels[4].where == "spark"
     assert levels[-1].where == "driver" and "spark" in {t.where for t in levels}
+    # Progress names each level once, with the states counted through it, wherever the level ran.
+    through = {t.level: t.visited + t.frontier for t in levels}
+    size = {t.level: t.frontier for t in levels}
+    lines = [(p.level, p.states, p.frontier) for p in reports]
+    assert len(set(lines)) == len(lines) and [x[0] for x in lines] == sorted(x[0] for x in lines)
+    assert all(states == through[level] and frontier in (size[level], 0) for level, states, frontier in lines)
+    assert lines[-1] == (found.depth, found.distinct_states, 0)
     assert (found.distinct_states, found.transitions, found.depth, found.violations, found.reached) == (
         local.distinct_states, local.transitions, local.depth, local.violations, local.reached)
 
