@@ -48,7 +48,7 @@ from kcm.checkers.spark_checkpoint import NO_PARENT, Links, rows_of
 from kcm.checkers.spark_session import DEFAULT_MEMORY, spark_session
 from kcm.checkers.spark_worker import CODEC
 from kcm.checkers.verdicts import Exploration, indexed_successors, state_checks, step_checks
-from kcm.checkers.visited import replay
+from kcm.checkers.visited import FP, FingerprintSet, replay
 from kcm.model.interface import STATE_KINDS, STEP_KINDS
 from pyspark.accumulators import AccumulatorParam
 
@@ -214,28 +214,9 @@ class _HostSink:
         self.value.update(item)
 
 
-class _SortedFps:
-    """A set of fingerprints (as longs) held as one sorted NumPy array: 8 bytes each, where a Python set of ints
-    takes about 60 (the driver holds every visited fingerprint while the last, thin levels run there)."""
-
-    def __init__(self, fps: Any = ()) -> None:
-        self.fps = np.unique(np.asarray(fps, dtype=np.int64))
-
-    def __len__(self) -> int:
-        return int(self.fps.size)
-
-    def contains(self, fps: np.ndarray) -> np.ndarray:
-        """Which of `fps` are in the set (a boolean array)."""
-        at = np.searchsorted(self.fps, fps)
-        hit = at < self.fps.size
-        hit[hit] = self.fps[at[hit]] == fps[hit]
-        return hit
-
-    def add(self, fps: Any) -> None:
-        """Put `fps` into the set (a level's few are merged in by one copy, not by sorting the whole set again)."""
-        new = np.unique(np.asarray(fps, dtype=np.int64))
-        new = new[~self.contains(new)]
-        self.fps = np.insert(self.fps, np.searchsorted(self.fps, new), new)
+def _as_fps(longs: Any) -> np.ndarray:
+    """Fingerprints stored as Spark longs, as the unsigned fingerprints with the same bits (see `to_long`)."""
+    return np.asarray(longs, dtype=np.int64).view(FP)
 
 
 class _Search:
@@ -260,7 +241,7 @@ class _Search:
         self.pieces: list[Any] = []  # slim (fp, parent, aidx) pieces, each hash-partitioned by fp
         self.recent: list[Any] = []  # the newest levels' own blocks (states included) until compacted
         self.host: list[tuple[int, int, int]] = []  # (fp, parent, aidx) rows visited in the driver, not in the JVM
-        self.seen: _SortedFps | None = None  # every visited fp, while levels run in the driver
+        self.seen: FingerprintSet | None = None  # every visited fp, while levels run in the driver
         self.warming: Any = None  # the warm-up job's thread while it runs
         self.search = uuid.uuid4().hex  # names this search's model in the Python workers (spark_worker.kept_model)
 
@@ -353,7 +334,7 @@ class _Search:
             if fp not in roots:
                 roots[fp], blobs[fp] = i, CODEC.encode(s)
         self.host = [(fp, NO_PARENT, i) for fp, i in roots.items()]
-        self.seen = _SortedFps(list(roots))
+        self.seen = FingerprintSet(_as_fps(list(roots)))
         return [(fp, order_key(fp), i, NO_PARENT, blobs[fp]) for fp, i in roots.items()]
 
     def resumed(self, snapshot: Snapshot) -> tuple[list[tuple], int, list[int], float]:
@@ -361,7 +342,7 @@ class _Search:
         got = rows_of(self.model, snapshot)
         meta = got.meta
         self.host = list(zip(got.fps, got.parents, got.aidxs, strict=True))
-        self.seen = _SortedFps(got.fps)
+        self.seen = FingerprintSet(_as_fps(got.fps))
         self.paths = restore_counters(self.found, meta)
         frontier = [(fp, order_key(fp if parent == NO_PARENT else parent), aidx, parent, CODEC.encode(state))
                     for fp, parent, aidx, state in got.frontier]
@@ -383,7 +364,7 @@ class _Search:
                     best[row[0]] = row
         if best and self.seen is not None:
             fps = np.fromiter(best, dtype=np.int64, count=len(best))
-            for fp in fps[self.seen.contains(fps)].tolist():
+            for fp in fps[~self.seen.unseen(fps.view(FP))].tolist():
                 del best[fp]
         return sorted(best.values(), key=lambda r: r[1:3])
 
@@ -391,12 +372,12 @@ class _Search:
         """A driver level's new states join the visited set."""
         assert self.seen is not None
         self.host.extend((fp, parent, aidx) for fp, _, aidx, parent, _ in fresh)
-        self.seen.add([r[0] for r in fresh])
+        self.seen.add(_as_fps([r[0] for r in fresh]))
 
     def host_bytes(self) -> int:
         """Bytes of the visited rows the driver holds (Python tuples of three ints) and of its fingerprint set."""
         rows = sum(sys.getsizeof(r) + sum(sys.getsizeof(x) for x in r) for r in self.host)
-        return rows + (self.seen.fps.nbytes if self.seen is not None else 0)
+        return rows + (self.seen.nbytes() if self.seen is not None else 0)
 
     def to_jvm(self, frontier: list[tuple]) -> Any:
         """Hand the driver's rows and its frontier to the JVM: the levels from here on run on Spark."""
@@ -414,7 +395,8 @@ class _Search:
     def to_host(self) -> None:
         """The levels from here on run in the driver: every visited fingerprint is brought over for the dedupe."""
         visited = self.visited()
-        self.seen = _SortedFps(() if visited is None else visited.select("fp").toArrow().column(0).to_numpy())
+        self.seen = FingerprintSet(() if visited is None else
+                                   _as_fps(visited.select("fp").toArrow().column(0).to_numpy()))
         self.host = []
 
     def _frame(self, columns: list[tuple], schema: str) -> Any:

@@ -19,28 +19,50 @@ PARENT = np.uint32  # a position in the previous level: levels hold fewer than 2
 ACTION = np.uint16  # a position in model.actions(state): fewer than 2^16 actions per state
 
 
-class Visited:
-    """Fingerprints of every visited state plus, per level, each state's parent position and action position."""
+class FingerprintSet:
+    """A set of 64-bit fingerprints held as one sorted uint64 array: 8 bytes each (a Python set of ints takes
+    about 60)."""
 
-    def __init__(self) -> None:
-        self.seen = np.empty(0, dtype=FP)
-        self.parents: list[np.ndarray] = []  # level 0: the position in model.init_states()
-        self.actions: list[np.ndarray] = []
+    def __init__(self, fps: Any = ()) -> None:
+        self.seen = np.unique(np.asarray(fps, dtype=FP))
 
     def __len__(self) -> int:
         return int(self.seen.size)
 
     def nbytes(self) -> int:
-        """Bytes held by the arrays (the numbers behind bytes per state)."""
-        return int(self.seen.nbytes + sum(a.nbytes for a in self.parents) + sum(a.nbytes for a in self.actions))
+        """Bytes held by the array."""
+        return int(self.seen.nbytes)
 
     def unseen(self, fps: np.ndarray) -> np.ndarray:
-        """A mask over `fps` (uint64): True where the fingerprint was not visited yet."""
+        """A mask over `fps` (uint64): True where the fingerprint is not in the set."""
         if not self.seen.size or not fps.size:
             return np.ones(fps.size, dtype=bool)
         at = np.searchsorted(self.seen, fps)
         at[at == self.seen.size] = 0
         return self.seen[at] != fps
+
+    def add(self, fps: np.ndarray) -> None:
+        """Put `fps` (uint64, in any order, repeats and members allowed) into the set."""
+        new = np.unique(np.asarray(fps, dtype=FP))
+        self._merge(new[self.unseen(new)])
+
+    def _merge(self, fps: np.ndarray) -> None:
+        # Two sorted runs (`fps` sorted, unique, none in the set): the stable sort (a merge sort) joins them in
+        # linear time.
+        self.seen = np.sort(np.concatenate([self.seen, fps.astype(FP)]), kind="stable")
+
+
+class Visited(FingerprintSet):
+    """Fingerprints of every visited state plus, per level, each state's parent position and action position."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.parents: list[np.ndarray] = []  # level 0: the position in model.init_states()
+        self.actions: list[np.ndarray] = []
+
+    def nbytes(self) -> int:
+        """Bytes held by the arrays (the numbers behind bytes per state)."""
+        return super().nbytes() + int(sum(a.nbytes for a in self.parents) + sum(a.nbytes for a in self.actions))
 
     def add_level(self, fps: np.ndarray, parents: np.ndarray, actions: np.ndarray) -> None:
         """Append one level: fingerprints (sorted, unique, none seen yet) with their parent and action positions."""
@@ -50,8 +72,7 @@ class Visited:
             raise OverflowError("a state has more than 2^16 actions")
         self.parents.append(parents.astype(PARENT))
         self.actions.append(actions.astype(ACTION))
-        # Two sorted runs: the stable sort (a merge sort) joins them in linear time.
-        self.seen = np.sort(np.concatenate([self.seen, fps.astype(FP)]), kind="stable")
+        self._merge(fps)
 
     def path(self, level: int, index: int) -> tuple[int, list[int]]:
         """(initial-state position, action positions) leading to the state at this level and position."""

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import random
 
-import numpy as np
 from kcm.checkers.bounded import BoundedSystem, load_config
-from kcm.checkers.spark_bfs import _SortedFps
+from kcm.checkers.spark_bfs import _as_fps
 from kcm.checkers.spark_worker import StateCodec, kept_model
 from kcm.checkers.verdicts import indexed_successors
+from kcm.checkers.visited import FingerprintSet
 
 
 def _states(config: str, levels: int) -> list:
@@ -62,14 +62,14 @@ def test_a_process_keeps_one_model_per_search_and_forgets_old_searches():
 
 def test_the_drivers_fingerprint_set_answers_as_a_python_set_does():
     rng = random.Random(7)
-    fps = _SortedFps()
+    fps = FingerprintSet()
     truth: set[int] = set()
     for _ in range(20):
         batch = [rng.randrange(-(1 << 63), 1 << 63) for _ in range(rng.randrange(0, 300))]
         batch += rng.sample(sorted(truth), min(len(truth), 20)) if truth else []
-        fps.add(batch)
+        fps.add(_as_fps(batch))
         truth.update(batch)
         probe = batch[:10] + [rng.randrange(-(1 << 63), 1 << 63) for _ in range(50)] + [-(1 << 63), (1 << 63) - 1]
-        got = fps.contains(np.array(probe, dtype=np.int64))
+        got = ~fps.unseen(_as_fps(probe))
         assert got.tolist() == [p in truth for p in probe]
         assert len(fps) == len(truth)
