@@ -93,8 +93,9 @@ def search(model: Any, engine: str, expand_level: Callable[[list[Any]], Iterable
     stopped = stop_now()
     judged_props = props  # less the reachability goals already reached (judging them again changes nothing)
     while frontier and not stopped:
-        if any(p.expectation == SOMETIMES and p.name in found.reached for p in judged_props):
-            judged_props = [p for p in judged_props if p.expectation != SOMETIMES or p.name not in found.reached]
+        still = unreached(judged_props, found.reached)
+        if len(still) != len(judged_props):
+            judged_props = still
             rechecks = Rechecks(judged_props) if skip_unchanged else None
         if checkpoint is not None and checkpoint.due():
             checkpoint.write(visited, frontier_fps, checkpoint_meta(found, witnesses, depth, sizes, expanded,
@@ -167,6 +168,12 @@ def search(model: Any, engine: str, expand_level: Callable[[list[Any]], Iterable
     found.bytes_per_state = visited.nbytes() / max(1, len(visited))
     found.visited = visited
     return found
+
+
+def unreached(props: list[Any], reached: Collection[str]) -> list[Any]:
+    """The state properties still to judge: `props` less the reachability goals already `reached` (judging a
+    reached goal again changes nothing)."""
+    return [p for p in props if p.expectation != SOMETIMES or p.name not in reached]
 
 
 def checkpoint_meta(found: Exploration, witnesses: dict[str, Any], depth: int, sizes: list[int], expanded: int,

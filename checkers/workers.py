@@ -32,12 +32,12 @@ from multiprocessing.connection import wait
 from typing import Any
 
 import numpy as np
-from kcm.checkers.bfs import Progress, ProgressFn, checkpoint_meta, first_frontier, should_stop
+from kcm.checkers.bfs import Progress, ProgressFn, checkpoint_meta, first_frontier, should_stop, unreached
 from kcm.checkers.checkpoint import Checkpointer, Snapshot
 from kcm.checkers.collector import no_collections
 from kcm.checkers.verdicts import Exploration, indexed_successors, state_checks, step_checks
 from kcm.checkers.visited import FP, replay
-from kcm.model.interface import SOMETIMES, STATE_KINDS, STEP_KINDS
+from kcm.model.interface import STATE_KINDS, STEP_KINDS
 from kcm.properties.reads import Rechecks
 
 SLACK = 0.03  # a share may exceed an even split by this fraction of the level before states are handed over
@@ -61,7 +61,7 @@ class _Worker:
         self.step_props = [p for p in model.properties() if p.expectation in STEP_KINDS]
         self.state_props = [p for p in model.properties() if p.expectation in STATE_KINDS]
         self.rechecks = Rechecks(self.state_props)
-        self.reached: set[str] = set()  # goals reached anywhere (the coordinator's word): not judged again
+        self.judged = self.state_props  # less the goals reached anywhere (the coordinator's word)
         # The level's candidates: state, the parent's index in self.frontier, and the link sent for it.
         self.states: list[Any] = []
         self.local: list[int] = []
@@ -157,11 +157,9 @@ class _Worker:
              takes: int) -> None:
         """Keep the winning candidates as the next frontier, judge them, report, then hand over or take states."""
         model = self.model
-        if any(p.expectation == SOMETIMES and p.name in reached and p.name not in self.reached
-               for p in self.state_props):
-            self.rechecks = Rechecks([p for p in self.state_props
-                                      if p.expectation != SOMETIMES or p.name not in reached])
-        self.reached = set(reached)
+        still = unreached(self.judged, reached)
+        if len(still) != len(self.judged):
+            self.judged, self.rechecks = still, Rechecks(still)
         after_step = self.rechecks.after_step
         states, local, frontier = self.states, self.local, self.frontier
         parents, actions = self.links
