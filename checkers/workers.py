@@ -229,7 +229,14 @@ class _Pool:
         self._ready(w)
         try:
             return self.conns[w].recv()
-        except EOFError:
+        except (EOFError, OSError):  # the pipe closed, or was reset as the worker went
+            raise self._died(w) from None
+
+    def send(self, w: int, msg: Any) -> None:
+        """Send worker w a message (RuntimeError if it died)."""
+        try:
+            self.conns[w].send(msg)
+        except OSError:  # a broken or reset pipe: the worker is gone
             raise self._died(w) from None
 
     def _ready_any(self) -> list[int]:
@@ -243,8 +250,8 @@ class _Pool:
     def expand(self) -> list[tuple]:
         """One level's expansion: every worker's report, an idle worker taking half of a busy one's states left."""
         count = len(self.conns)
-        for conn in self.conns:
-            conn.send(("expand",))
+        for w in range(count):
+            self.send(w, ("expand",))
         reports: list[tuple] = [()] * count
         pending = count
         busy = set(range(count))  # workers expanding (the others wait for work or for the end of the level)
@@ -264,7 +271,7 @@ class _Pool:
                 elif msg[0] == "gift":
                     thief = asked.pop(w)
                     if msg[1]:
-                        self.conns[thief].send(("take", msg[1]))
+                        self.send(thief, ("take", msg[1]))
                         busy.add(thief)
                     else:
                         dry.add(w)
@@ -275,10 +282,10 @@ class _Pool:
                         break
                     thief = idle.pop()
                     asked[victims[0]] = thief
-                    self.conns[victims[0]].send(("give",))
+                    self.send(victims[0], ("give",))
                 if not busy and not asked and idle:  # every worker waits: the level is done
                     for v in idle:
-                        self.conns[v].send(("finish",))
+                        self.send(v, ("finish",))
                     idle = []
         return reports
 
@@ -287,9 +294,12 @@ class _Pool:
         self._ready(giver)
         try:
             data = self.conns[giver].recv_bytes()
-        except EOFError:
+        except (EOFError, OSError):
             raise self._died(giver) from None
-        self.conns[taker].send_bytes(data)
+        try:
+            self.conns[taker].send_bytes(data)
+        except OSError:
+            raise self._died(taker) from None
 
     def close(self) -> None:
         """Tell every worker to stop and wait for it (killed if it does not)."""
@@ -385,10 +395,10 @@ def _coordinate(model: Any, pool: _Pool, found: Exploration, start: float, visit
         new_fps = fps[won]
         counts = [int(np.count_nonzero(who[won] == w)) for w in range(workers)]
         moves = plan_moves(counts)
-        for w, conn in enumerate(pool.conns):
+        for w in range(workers):
             mine = np.flatnonzero(who[won] == w)
-            conn.send(("winners", index[won][mine], mine, found.reached,
-                       [c for g, _, c in moves if g == w], sum(1 for _, t, _ in moves if t == w)))
+            pool.send(w, ("winners", index[won][mine], mine, found.reached,
+                          [c for g, _, c in moves if g == w], sum(1 for _, t, _ in moves if t == w)))
         if new_fps.size:  # while the workers judge their new states
             visited.add_level(new_fps, parents[won], actions[won])
         for w in range(workers):

@@ -97,6 +97,41 @@ def test_a_worker_that_dies_is_reported():
         workers.explore(model, 2)
 
 
+class _ResetPipe:
+    """A coordinator's end of a pipe whose worker has gone: reset on reading, broken on writing."""
+
+    def poll(self) -> bool:
+        return True
+
+    def recv(self):
+        raise ConnectionResetError(104, "Connection reset by peer")
+
+    def recv_bytes(self):
+        raise ConnectionResetError(104, "Connection reset by peer")
+
+    def send(self, msg) -> None:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    send_bytes = send
+
+
+class _GoneProcess:
+    pid, exitcode = 4242, 3
+
+    def join(self, timeout=None) -> None:
+        pass
+
+
+@pytest.mark.parametrize("use", ["recv", "send", "relay"])
+def test_a_pipe_reset_or_broken_by_a_dying_worker_is_told_as_its_death(use):
+    # Which error a dead worker's pipe gives depends on the moment it went (EOF, reset, broken pipe): all are its death.
+    pool = workers._Pool.__new__(workers._Pool)
+    pool.conns, pool.procs = [_ResetPipe(), _ResetPipe()], [_GoneProcess(), _GoneProcess()]
+    call = {"recv": lambda: pool.recv(0), "send": lambda: pool.send(0, ("expand",)), "relay": lambda: pool.relay(0, 1)}
+    with pytest.raises(RuntimeError, match="worker process 4242 died"):
+        call[use]()
+
+
 def test_owner_processes_stop_at_the_same_first_violation():
     model = BoundedSystem(load_config("unclean"))
     stop = bfs.safety_names(model)
