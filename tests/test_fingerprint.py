@@ -64,3 +64,27 @@ def test_fingerprint_ignores_how_sub_values_are_shared(state):
     assert fingerprint(rebuilt) == fingerprint(state) == fingerprint(shared)
     twin = ("t", 0)
     assert fingerprint(((twin, twin),)) == fingerprint(((("t", 0), ("t", 0)),))
+
+
+def _default_pickle(value, fast: bool) -> bytes:
+    """Pickle's bytes of `value` by its default reductions (a private, empty dispatch table skips copyreg's)."""
+    import io
+    import pickle
+
+    buf = io.BytesIO()
+    pickler = pickle.Pickler(buf, 5)
+    pickler.dispatch_table = {}
+    pickler.fast = fast
+    pickler.dump(value)
+    return buf.getvalue()
+
+
+@given(clusters)
+def test_the_records_own_reduction_pickles_the_default_bytes(state):
+    # kcm.model.cluster registers a compiled reduction for its records; fingerprints must not move with it.
+    from kcm.model.fingerprint import canonical_bytes
+
+    assert encode(state) == _default_pickle(state, fast=False)
+    assert canonical_bytes(state) == _default_pickle(state, fast=True)
+    for part in state:
+        assert canonical_bytes(part) == _default_pickle(part, fast=True)
