@@ -23,6 +23,7 @@ DEFAULT_MEMORY = "4g"
 LOCAL_RETRIES = 4  # attempts per task on a local master (Spark's spark.task.maxFailures default on a cluster)
 CONNECT_TIMEOUT = 3.0  # seconds to wait for a standalone master's port to answer
 LOG_CONFIG = Path(__file__).with_name("spark-log4j2.properties")
+DRIVER_JIT = "-XX:TieredStopAtLevel=1"  # see spark_session
 
 _LOCAL = re.compile(r"local(?:\[(?P<n>\*|\d+)(?:,(?P<r>\d+))?\])?")
 _STANDALONE = re.compile(r"spark://(?P<hosts>[^/\s]+)")
@@ -136,12 +137,17 @@ def spark_session(master: str | None = "local[*]", memory: str | None = None,
     java = f"-Djava.io.tmpdir={tmp}"
     if not spark_log:
         java += f" -Dlog4j2.configurationFile=file:{LOG_CONFIG}"
+    # The driver's JVM (on a local master, the executors' too) compiles with C1 only: a search runs many short
+    # plans, a new one each level, and on `default` on 2 cores C2 took 14.5 of the JVM's 30 CPU seconds, in
+    # threads that compete with the Python workers; with C1 only the JVM took 20 s and the run 5% less wall time
+    # (docs/spark-scale-out.md). A cluster's executors keep the JVM's default.
+    driver_java = f"{java} {DRIVER_JIT}"
     from pyspark.sql import SparkSession
 
     builder = (SparkSession.builder.master(url).appName("kcm-explore")
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.driver.extraJavaOptions", java)
+               .config("spark.driver.extraJavaOptions", driver_java)
                .config("spark.executor.extraJavaOptions", java)
                .config("spark.task.maxFailures", str(LOCAL_RETRIES)))
     if memory is not None:

@@ -37,6 +37,11 @@ def test_states_come_back_equal_and_of_their_type_and_share_their_equal_parts():
     # Equal parts of different decoded states are one object, as a search's own states share them.
     firsts = [d[0] for d in decoded]
     assert len({id(p) for p in firsts}) == len({repr(p) for p in firsts}) < len(firsts)
+    # A record within the state (the znodes, the controller's context) travels field by field: equal fields of
+    # unequal records are one object too.
+    assert len({d.ctx for d in decoded}) > 1
+    live = [d.ctx.live_brokers for d in decoded]
+    assert len({id(x) for x in live}) == len(set(live)) < len({d.ctx for d in decoded})
     # A decoded state encoded again (as a successor that kept its parent's parts) reads back the same.
     assert [reader.decode(reader.encode(d)) for d in decoded[:50]] == states[:50]
 
