@@ -130,6 +130,15 @@ def test_walks_on_spark_are_the_local_walks(spark):
 
 
 @pytest.mark.spark
+def test_the_drivers_jvm_compiles_with_c1_only(spark):
+    # A search's many short plans: C2's compile threads would compete with the Python workers (spark_session).
+    from kcm.checkers.spark_session import DRIVER_JIT
+
+    args = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments()
+    assert DRIVER_JIT in list(args)
+
+
+@pytest.mark.spark
 @pytest.mark.slow
 def test_a_killed_python_worker_costs_a_retry_not_the_run(spark, tmp_path):
     from kcm.checkers import spark_bfs
