@@ -24,7 +24,7 @@ from kcm.checkers.checkpoint import BadCheckpoint, Checkpointer, Snapshot
 from kcm.checkers.collector import no_collections
 from kcm.checkers.verdicts import Exploration, indexed_successors, state_checks, step_checks
 from kcm.checkers.visited import FP, Visited, replay, replay_levels
-from kcm.model.interface import ALWAYS, SOMETIMES, STATE_KINDS, STEP, STEP_KINDS
+from kcm.model.interface import ALWAYS, STATE_KINDS, STEP, STEP_KINDS
 from kcm.properties.reads import Rechecks
 
 # One successor of a level: (fingerprint, state, parent's position in the frontier, action's position in
@@ -171,9 +171,9 @@ def search(model: Any, engine: str, expand_level: Callable[[list[Any]], Iterable
 
 
 def unreached(props: list[Any], reached: Collection[str]) -> list[Any]:
-    """The state properties still to judge: `props` less the reachability goals already `reached` (judging a
-    reached goal again changes nothing)."""
-    return [p for p in props if p.expectation != SOMETIMES or p.name not in reached]
+    """The properties still to judge: `props` less the reachability goals (of states or of steps) already
+    `reached`, whose names are the only ones `reached` holds (judging a reached goal again changes nothing)."""
+    return [p for p in props if p.name not in reached]
 
 
 def checkpoint_meta(found: Exploration, witnesses: dict[str, Any], depth: int, sizes: list[int], expanded: int,
@@ -310,7 +310,7 @@ def expander(model: Any) -> Callable[[list[Any]], Iterable[Row]]:
                 if reached:
                     # A step goal reached once is reported once: `search` records it, judging it again changes
                     # nothing (as for the state goals, see `search`).
-                    props = [p for p in props if p.name not in reached]
+                    props = unreached(props, reached)
                 yield fingerprint(nxt), nxt, pos, aidx, action, bad_step, None, reached
 
     return expand_level
