@@ -181,7 +181,11 @@ def controlled_shutdown(t: Txn, a: ControlledShutdown) -> None:
     t.ctx.shutting_down.add(a.broker)
     tps = [tp for tp, ar in t.ctx.sorted_items("assignments")
            if a.broker in ar and len(ar) > 1 and not is_deleting(t, tp[0])]
-    led = [tp for tp in tps if t.ctx.lookup("leadership", tp) is not None and t.ctx.leadership[tp].leader == a.broker]
+    led = []
+    for tp in tps:
+        lai = t.ctx.lookup("leadership", tp)
+        if lai is not None and lai.leader == a.broker:
+            led.append(tp)
     followed = [tp for tp in tps if tp not in led]
     for tp in handle_partition_changes(t, led, P.ONLINE, selectors.CONTROLLED_SHUTDOWN):
         t.note(f"{tp[0]}-{tp[1]}: no other ISR replica can lead; broker {a.broker} stays leader")

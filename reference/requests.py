@@ -46,10 +46,6 @@ class RequestBatch:
         self.update_metadata: dict[int, set[tuple]] = {}  # broker -> partitions (sent sorted)
         self.stop_replica: list[tuple[int, tuple, bool]] = []
 
-    def empty(self) -> bool:
-        """Whether nothing is queued."""
-        return not (self.leader_and_isr or self.update_metadata or self.stop_replica)
-
 
 def batch(t: Txn) -> RequestBatch:
     """The batch of the operation in progress (one per Txn, created on first use)."""
@@ -103,8 +99,7 @@ def add_stop_replica(t: Txn, broker: int, tp: tuple, delete: bool) -> None:
 def flush(t: Txn) -> None:
     """Send the batch: LeaderAndIsr, then UpdateMetadata, then StopReplica, each delivered at once."""
     b = t.request_batch
-    # Most calls find nothing queued (every state-machine call flushes): return before any other work
-    # (RequestBatch.empty written out, a call saved).
+    # Most calls find nothing queued (every state-machine call flushes): return before any other work.
     if b is None or not (b.leader_and_isr or b.update_metadata or b.stop_replica):
         return
     t.request_batch = None  # the next add_* starts a fresh batch (see `batch`)
