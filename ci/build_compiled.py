@@ -101,7 +101,7 @@ def _declarations(sources: dict[str, Path], shadow: Path) -> Path:
             package = shadow.joinpath(*parts[:depth])
             package.mkdir(parents=True, exist_ok=True)
             (package / "__init__.py").touch()
-        shutil.copyfile(pxd, shadow.joinpath(*parts[:-1], parts[-1] + ".pxd"))
+        shutil.copy2(pxd, shadow.joinpath(*parts[:-1], parts[-1] + ".pxd"))
     shadow.mkdir(parents=True, exist_ok=True)
     return shadow
 

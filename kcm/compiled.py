@@ -15,6 +15,7 @@ import importlib.machinery
 import importlib.util
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,8 @@ PACKAGES = {"kcm.model": "model", "kcm.reference": "reference", "kcm.properties"
 # Packages compiled only in part: of checkers/, the explorers' hot path (the level loop, the bounded system, the
 # checks and the visited set); the rest is I/O, Spark, Z3 and test tooling, where compiling gains nothing.
 ONLY = {"kcm.checkers": ("bfs", "bounded", "verdicts", "visited")}
+# The kcm modules a `.pxd` cimports (`from kcm.model.txn cimport Txn`, `cimport kcm.model.txn`).
+_CIMPORT = re.compile(r"^[ \t]*(?:from[ \t]+(kcm(?:\.\w+)+)[ \t]+cimport\b|cimport[ \t]+(kcm(?:\.\w+)+))", re.M)
 
 
 def source_of(module: str) -> Path | None:
@@ -39,12 +42,22 @@ def source_of(module: str) -> Path | None:
     return ROOT / folder / f"{name}.py"
 
 
-def digest(path: Path) -> str:
-    """The SHA-256 of a source file, and of the Cython declarations (`.pxd`) next to it when there are any."""
+def digest(path: Path, _seen: frozenset[Path] = frozenset()) -> str:
+    """The SHA-256 of a source file, of the Cython declarations (`.pxd`) next to it when there are any, and of
+    every kcm module those declarations cimport.
+
+    A module compiled against another's declarations (`from kcm.model.txn cimport Txn`) relies on that module's
+    compiled layout: once the other is edited (and so loaded from source), this one must be too.
+    """
     h = hashlib.sha256(path.read_bytes())
     pxd = path.with_suffix(".pxd")
     if pxd.is_file():
-        h.update(b"\0pxd\0" + pxd.read_bytes())
+        text = pxd.read_bytes()
+        h.update(b"\0pxd\0" + text)
+        for module in sorted({a or b for a, b in _CIMPORT.findall(text.decode("utf-8", "replace"))}):
+            other = source_of(module)
+            if other is not None and other not in _seen and other != path:
+                h.update(b"\0cimport\0" + module.encode() + digest(other, _seen | {path}).encode())
     return h.hexdigest()
 
 

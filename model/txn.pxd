@@ -1,3 +1,5 @@
+cimport cython
+
 # Compile-time declarations for the compiled build of txn.py (Cython reads this next to the module; Python ignores
 # it): the field descriptor becomes an extension type, so the first read of a draft's field calls its __get__ as a
 # C slot instead of through Python's method machinery.
@@ -7,3 +9,18 @@ cdef class _Thaw:
     cdef readonly Py_ssize_t index
     cdef readonly int kind
     cdef readonly str source
+
+
+# The working copy of one step: a final extension type, so that a module declaring `t: Txn` (cimported in its own
+# `.pxd`) reads these attributes from the object's struct and calls these methods as C functions. The fields thawed
+# on first access (brokers, replicas, inflight) and `base` stay in the instance's __dict__.
+@cython.final
+cdef class Txn:
+    cdef dict __dict__
+    cdef public object config, rules, zk, ctx, ghost, zombie, result, request_batch
+    cdef public object max_leader_epoch, max_controller_epoch
+    cdef public list requests, state_changes, notes
+
+    cpdef str partition_state(self, tuple tp)
+    cpdef set_partition_state(self, tuple tp, str target)
+    cpdef note(self, str text)

@@ -251,13 +251,13 @@ class OutOfBounds(KcmError):
 
 
 class Txn:
-    """Drafts of every part of a Cluster plus the effects emitted so far."""
+    """Drafts of every part of a Cluster plus the effects emitted so far.
 
-    request_batch: Any = None  # the batch of control requests an operation is building, if any
-    # The model's epoch limits: a step whose write passes one is abandoned with OutOfBounds and changes nothing;
-    # None (the default): no limit, every step runs to its end.
-    max_leader_epoch: int | None = None
-    max_controller_epoch: int | None = None
+    In the compiled build this is a final extension type (`txn.pxd`): the reference's modules, which declare
+    `t: Txn`, read its attributes from the object's struct. Its methods read the instance's __dict__ (the thawed
+    brokers, replicas and inflight, and `base`) through `vars(self)`, which Cython allows there.
+    """
+
     # brokers: dict[int, BrokerState], replicas: dict[tuple, ReplicaData] and inflight: dict[tuple[int, int],
     # tuple] are thawed from the base state on first access.
     brokers: Any = _Thaw("brokers", Cluster._fields.index("brokers"), _MAP, "base")
@@ -276,17 +276,22 @@ class Txn:
         self.state_changes: list[StateChange] = []
         self.notes: list[str] = []
         self.result: Any = None
+        self.request_batch: Any = None  # the batch of control requests an operation is building, if any
+        # The model's epoch limits: a step whose write passes one is abandoned with OutOfBounds and changes
+        # nothing; None (the default): no limit, every step runs to its end.
+        self.max_leader_epoch: int | None = None
+        self.max_controller_epoch: int | None = None
 
     def lookup(self, name: str, key: Any, default: Any = None) -> Any:
         """The value under key in the Cluster map `name` (brokers, replicas, inflight) without thawing it."""
-        fields = self.__dict__
+        fields = vars(self)
         if name in fields:
             return fields[name].get(key, default)
         return fmap_get(getattr(fields["base"], name), key, default)
 
     def items(self, name: str) -> Any:
         """The (key, value) pairs of the Cluster map `name` without thawing it; the map may be written meanwhile."""
-        fields = self.__dict__
+        fields = vars(self)
         return list(fields[name].items()) if name in fields else getattr(fields["base"], name)
 
     # -- the two state machines: every change goes through the table ---------------------------
@@ -345,7 +350,7 @@ class Txn:
     def commit(self) -> tuple[Cluster, Effects]:
         """Freeze the drafts into the next Cluster value and return it with the effects."""
         base = self.base
-        thawed = self.__dict__
+        thawed = vars(self)
         brokers = freeze_map(thawed["brokers"], base.brokers) if "brokers" in thawed else base.brokers
         replicas = freeze_map(thawed["replicas"], base.replicas) if "replicas" in thawed else base.replicas
         if "inflight" in thawed or (base.inflight and not all(q for _, q in base.inflight)):

@@ -58,3 +58,26 @@ def test_a_module_edited_since_the_build_or_missing_its_binary_loads_from_source
     assert compiled.source_of("kcm.checkers.bfs") is not None  # the explorers' hot path is compiled
     assert compiled.source_of("kcm.checkers.spark_bfs") is None  # the rest of checkers/ is not
     assert compiled.source_of("kcm.cli") is None
+
+
+def test_a_module_compiled_against_anothers_declarations_is_stale_once_the_other_is_edited(tmp_path, monkeypatch):
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "txn.py").write_text("class Txn: pass\n")
+    (folder / "txn.pxd").write_text("cdef class Txn:\n    pass\n")
+    (folder / "user.py").write_text("def f(t): return t\n")
+    (folder / "user.pxd").write_text("# declarations\nfrom kcm.model.txn cimport Txn\n")
+    (folder / "plain.py").write_text("def f(t): return t\n")
+    monkeypatch.setattr(compiled, "ROOT", tmp_path)
+    user, plain = compiled.digest(folder / "user.py"), compiled.digest(folder / "plain.py")
+    (folder / "txn.py").write_text("class Txn:\n    x = 1\n")
+    assert compiled.digest(folder / "user.py") != user  # it cimports kcm.model.txn, whose source changed
+    assert compiled.digest(folder / "plain.py") == plain
+    user = compiled.digest(folder / "user.py")
+    (folder / "txn.pxd").write_text("cdef class Txn:\n    cdef object x\n")
+    assert compiled.digest(folder / "user.py") != user  # and whose declarations changed
+    # A comment naming a module is not a cimport.
+    (folder / "plain.pxd").write_text("# from kcm.model.txn cimport Txn\n")
+    plain = compiled.digest(folder / "plain.py")
+    (folder / "txn.py").write_text("class Txn:\n    y = 2\n")
+    assert compiled.digest(folder / "plain.py") == plain
