@@ -196,8 +196,7 @@ def _apply_leader_and_isr(t: Txn, req: LeaderAndIsrRequest) -> bool:
         t.note(f"broker {broker} ignored LeaderAndIsr for {tp_name(tp)}: not in its replica list")
         return False
     if data is not None and leader_epoch <= data.leader_epoch:
-        t.note(f"broker {broker} ignored LeaderAndIsr for {tp_name(tp)}: leader epoch {leader_epoch} "
-               f"is not above its {data.leader_epoch}")
+        t.note(_stale_leader_epoch_note(broker, tp, leader_epoch, data.leader_epoch))
         return False
     isr, replicas = tuple(sorted(isr)), tuple(replicas)
     if data is None:
@@ -210,6 +209,23 @@ def _apply_leader_and_isr(t: Txn, req: LeaderAndIsrRequest) -> bool:
     elif leader != NO_LEADER:
         broker_logs.become_follower(t, tp, broker)
     return True
+
+
+# The note of a LeaderAndIsr ignored for its leader epoch, by (broker, tp, carried epoch, replica's epoch): the
+# most frequent note by far (an explorer's controller steps resend leaderships the brokers already have), and the
+# same few texts over and over.
+_STALE_NOTES: dict[tuple, str] = {}
+
+
+def _stale_leader_epoch_note(broker: int, tp: tuple, carried: int, known: int) -> str:
+    key = (broker, tp, carried, known)
+    text = _STALE_NOTES.get(key)
+    if text is None:
+        if len(_STALE_NOTES) >= 4096:
+            _STALE_NOTES.clear()
+        text = _STALE_NOTES[key] = (f"broker {broker} ignored LeaderAndIsr for {tp_name(tp)}: leader epoch {carried} "
+                                    f"is not above its {known}")
+    return text
 
 
 def _apply_stop_replica(t: Txn, req: StopReplicaRequest) -> None:
