@@ -102,13 +102,17 @@ def brokers_refuse_stale_epochs(model: Any, before: Cluster, action: Any, after:
     if not effects.requests or after.replicas is before.replicas:
         return True  # nothing sent, or no broker applied anything
     brokers = dict(before.brokers)
-    old = dict(before.replicas)
-    new = dict(after.replicas)
+    stale = []
     for req in effects.requests:
         if not isinstance(req, LeaderAndIsrRequest) or req.broker not in brokers:
             continue
-        if req.controller_epoch >= brokers[req.broker].controller_epoch:
-            continue
+        if req.controller_epoch < brokers[req.broker].controller_epoch:
+            stale.append(req)
+    if not stale:
+        return True  # every LeaderAndIsr carried an epoch its broker had accepted (the common case: no dicts built)
+    old = dict(before.replicas)
+    new = dict(after.replicas)
+    for req in stale:
         key = (req.tp[0], req.tp[1], req.broker)
         a, b = old.get(key), new.get(key)
         if b is not None and (a is None or (a.leader, a.leader_epoch) != (b.leader, b.leader_epoch)):
@@ -226,6 +230,8 @@ def clean_elections(model: Any, before: Cluster, action: Any, after: Cluster, ef
         return True
     if isinstance(action, Replicate):
         return all(lai.leader == NO_LEADER or lai.leader in lai.isr for _, lai in after.zk.partitions)
+    if after.zk.partitions is before.zk.partitions:
+        return True  # no znode written, so no leader elected
     old = dict(before.zk.partitions)
     for tp, lai in after.zk.partitions:
         prev = old.get(tp)

@@ -50,9 +50,9 @@ def divergent_replicas(state: Cluster) -> list[tuple]:
         for i, (a, da) in enumerate(reps):
             for b, db in reps[i + 1:]:
                 limit = min(da.hw, db.hw, da.leo, db.leo)
-                diff = next((o for o in range(limit) if da.log[o] != db.log[o]), None)
-                if diff is not None:
-                    out.append((tp, a, b, diff))
+                if limit <= 0 or da.log[:limit] == db.log[:limit]:
+                    continue  # nothing below both HWs, or all of it equal (compared in C; this runs per state)
+                out.append((tp, a, b, next(o for o in range(limit) if da.log[o] != db.log[o])))
     return out
 
 
