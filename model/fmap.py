@@ -6,6 +6,7 @@ Python's per-process string hashing.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
 
@@ -33,6 +34,14 @@ def get(m: FMap, key: Any, default: Any = None) -> Any:
     for k, v in m:
         if k == key:
             return v
+    return default
+
+
+def search(m: FMap, key: Any, default: Any = None) -> Any:
+    """The value under key, or default, found by bisection: `get` for a map that may hold many pairs."""
+    i = bisect_left(m, (key,))  # (key,) sorts just before (key, value)
+    if i < len(m) and m[i][0] == key:
+        return m[i][1]
     return default
 
 

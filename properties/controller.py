@@ -11,7 +11,7 @@ from typing import Any
 from kcm.model.actions import Deliver, Reassign, Replicate
 from kcm.model.cluster import NO_LEADER, Cluster, Reassignment
 from kcm.model.effects import Effects, LeaderAndIsrRequest
-from kcm.model.fmap import get
+from kcm.model.fmap import get, search
 from kcm.model.interface import ALWAYS, SOMETIMES, SOMETIMES_STEP, STEP, Property, find, named
 from kcm.model.states import PartitionState, ReplicaState
 from kcm.properties.reads import reads
@@ -38,9 +38,9 @@ def leader_in_isr_in_ar(model: Any, state: Cluster) -> bool:
 @reads("ghost.elected", "zk.partitions")
 def elected_leaders_are_recorded(model: Any, state: Cluster) -> bool:
     """The leader in every partition znode is the one elected for that leader epoch."""
-    elected = dict(state.ghost.elected)
+    elected = state.ghost.elected  # every election so far: looked up, not copied into a dict
     for (topic, part), lai in state.zk.partitions:
-        if lai.leader != NO_LEADER and elected.get((topic, part, lai.leader_epoch), lai.leader) != lai.leader:
+        if lai.leader != NO_LEADER and search(elected, (topic, part, lai.leader_epoch), lai.leader) != lai.leader:
             return False
     return True
 
@@ -208,9 +208,9 @@ def deletion_states_only_while_deleting(model: Any, state: Cluster) -> bool:
 @reads("zk.assignments", "ctx.topics_to_delete", "ctx.controller_id", "ctx.partition_states", "ctx.replica_states")
 def deleted_topics_leave_nothing(model: Any, state: Cluster) -> bool:
     """A topic that is neither in ZooKeeper nor queued for deletion has no partition or replica state left."""
-    live = {tp[0] for tp, _ in state.zk.assignments} | set(state.ctx.topics_to_delete)
     if state.ctx.controller_id < 0:
         return True
+    live = {tp[0] for tp, _ in state.zk.assignments} | set(state.ctx.topics_to_delete)
     for tp, _ in state.ctx.partition_states:
         if tp[0] not in live:
             return False
@@ -282,17 +282,18 @@ def replicas_act_on_znode(state: Cluster, judged: Any, wait_for_inflight: bool =
     """
     brokers = dict(state.brokers)
     local = dict(state.replicas)
-    waiting = {b for (b, _e), q in state.inflight if q} if wait_for_inflight else set()
-    deleting = set(state.zk.delete_topics)
+    # Both usually empty (delivery "sync", nothing being deleted): then nothing is built for them.
+    waiting = {b for (b, _e), q in state.inflight if q} if wait_for_inflight and state.inflight else ()
+    deleting = state.zk.delete_topics  # a sorted tuple of topics
     for tp, lai in state.zk.partitions:
-        if lai.leader == NO_LEADER or tp[0] in deleting:
+        if lai.leader == NO_LEADER or (deleting and tp[0] in deleting):
             continue
         for b in judged(tp, lai):
             s = brokers.get(b)
             if s is None or not s.alive or s.shutting_down or b in waiting:
                 continue
             data = local.get((tp[0], tp[1], b))
-            if data is None or (data.leader, data.leader_epoch) != (lai.leader, lai.leader_epoch):
+            if data is None or data.leader != lai.leader or data.leader_epoch != lai.leader_epoch:
                 return False
     return True
 
@@ -350,6 +351,8 @@ def reassignments_tracked(model: Any, state: Cluster) -> bool:
     """With a controller active, /admin/reassign_partitions holds exactly the reassignments it is carrying out."""
     if state.ctx.controller_id < 0:
         return True
+    if not state.zk.reassign_partitions:
+        return not state.ctx.reassignments  # none requested: the controller carries none out
     existing = dict(state.zk.assignments)
     pending = {tp for tp, _ in state.zk.reassign_partitions if tp in existing}
     return pending == {tp for tp, _ in state.ctx.reassignments}
@@ -359,7 +362,7 @@ def reassignments_tracked(model: Any, state: Cluster) -> bool:
 def deletion_progresses(model: Any, state: Cluster) -> bool:
     """With a controller active, a topic stays queued for deletion only while a replica's broker is down
     (or one of its partitions is being reassigned): otherwise its deletion has finished."""
-    if state.ctx.controller_id < 0:
+    if state.ctx.controller_id < 0 or not state.ctx.topics_to_delete:
         return True
     live = {b for b, s in state.brokers if s.alive}
     moving = {tp[0] for tp, _ in state.ctx.reassignments}

@@ -42,18 +42,28 @@ def consumed_records_survive(model: Any, state: Cluster) -> bool:
 
 def divergent_replicas(state: Cluster) -> list[tuple]:
     """Pairs of replicas of one partition whose logs differ below both their HWs: (tp, a, b, offset)."""
-    by_tp: dict[tuple, list[tuple[int, Any]]] = {}
-    for (topic, part, broker), data in state.replicas:
-        by_tp.setdefault((topic, part), []).append((broker, data))
-    out = []
-    for tp, reps in sorted(by_tp.items()):
-        for i, (a, da) in enumerate(reps):
-            for b, db in reps[i + 1:]:
-                limit = min(da.hw, db.hw, da.leo, db.leo)
-                if limit <= 0 or da.log[:limit] == db.log[:limit]:
-                    continue  # nothing below both HWs, or all of it equal (compared in C; this runs per state)
-                out.append((tp, a, b, next(o for o in range(limit) if da.log[o] != db.log[o])))
+    out: list[tuple] = []
+    # The map is sorted by (topic, partition, broker): each partition's replicas come together, in broker order.
+    # A replica with nothing below its HW (or an empty log) differs from none, so only the others are paired.
+    topic, part, reps = None, None, []
+    for (t, p, broker), data in state.replicas:
+        if t != topic or p != part:
+            _pair_up((topic, part), reps, out)
+            topic, part, reps = t, p, []
+        if data.hw > 0 and data.log:
+            reps.append((broker, data))
+    _pair_up((topic, part), reps, out)
     return out
+
+
+def _pair_up(tp: tuple, reps: list[tuple[int, Any]], out: list[tuple]) -> None:
+    """Add to `out` each pair of one partition's replicas whose logs differ below both HWs, with the offset."""
+    for i, (a, da) in enumerate(reps):
+        for b, db in reps[i + 1:]:
+            limit = min(da.hw, db.hw, da.leo, db.leo)
+            if limit <= 0 or da.log[:limit] == db.log[:limit]:
+                continue  # nothing below both HWs, or all of it equal (compared in C; this runs per state)
+            out.append((tp, a, b, next(o for o in range(limit) if da.log[o] != db.log[o])))
 
 
 @reads("replicas")
