@@ -30,8 +30,11 @@ def leader_in_isr_in_ar(model: Any, state: Cluster) -> bool:
         ar = assignments.get(tp, ())
         if lai.leader != NO_LEADER and lai.leader not in lai.isr:
             return False
-        if not set(lai.isr) <= set(ar) and not (lai.leader == NO_LEADER and len(lai.isr) == 1):
-            return False
+        if lai.leader == NO_LEADER and len(lai.isr) == 1:
+            continue
+        for b in lai.isr:  # the ISR is a subset of AR (a few brokers: no sets built)
+            if b not in ar:
+                return False
     return True
 
 
@@ -198,9 +201,10 @@ def deletion_states_only_while_deleting(model: Any, state: Cluster) -> bool:
     through the deletion states within the step. A direct `replica_transition` into them is judged by the table
     alone (as Kafka's) and is outside this property's scope (`hypothesis_machine.outside_controller_paths`).
     """
-    deleting = set(state.ctx.topics_to_delete)
+    deleting = state.ctx.topics_to_delete  # a sorted tuple, usually empty
+    deletion = ReplicaState.DELETION
     for (topic, _p, _b), s in state.ctx.replica_states:
-        if s in ReplicaState.DELETION and topic not in deleting:
+        if s in deletion and topic not in deleting:
             return False
     return True
 
@@ -265,8 +269,8 @@ def zk_writes_fenced(model: Any, before: Cluster, action: Any, after: Cluster, e
 @reads("ctx.controller_id", "zk.partitions", "ctx.leadership")
 def controller_cache_matches_zk(model: Any, state: Cluster) -> bool:
     """The active controller's cached leader and ISR of every partition are what ZooKeeper holds."""
-    if state.ctx.controller_id < 0:
-        return True
+    if state.ctx.controller_id < 0 or state.ctx.leadership == state.zk.partitions:
+        return True  # no controller, or the cache is ZooKeeper's map itself (compared in C)
     zk = dict(state.zk.partitions)
     for tp, lai in state.ctx.leadership:
         if zk.get(tp) != lai:
