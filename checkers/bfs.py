@@ -106,8 +106,8 @@ def search(model: Any, engine: str, expand_level: Callable[[list[Any]], Iterable
         level_best: dict[str, tuple[int, int]] = {}  # step property -> least (parent, action position)
         unchecked: list[int] = []
         parent = 0
+        n = -1
         for n, (nfp, item, parent, aidx, action, bad_step, bad, reached) in enumerate(expand_level(frontier)):
-            found.transitions += 1
             if reached:
                 found.reached.update(reached)
             for name in bad_step:
@@ -125,6 +125,7 @@ def search(model: Any, engine: str, expand_level: Callable[[list[Any]], Iterable
                 unchecked = []
             if progress is not None and n % 256 == 0:
                 report(parent, len(pending))
+        found.transitions += n + 1  # counted once per level, not per transition (this loop is the hot path)
         _drop_seen(visited, pending, unchecked)
         expanded += len(frontier)
         fps = np.fromiter(pending, dtype=FP, count=len(pending))
