@@ -93,16 +93,18 @@ def controller_epoch_monotone(model: Any, before: Cluster, action: Any, after: C
         return False
     if after.brokers is before.brokers:
         return True
-    if len(after.brokers) == len(before.brokers):
+    new, old = after.brokers, before.brokers
+    if len(new) == len(old):
         # The registered brokers rarely change: pair them in key order without a dict, while the keys agree.
-        for (i, b), (j, a) in zip(after.brokers, before.brokers, strict=True):
-            if i != j:
+        for k in range(len(new)):
+            now, was = new[k], old[k]
+            if now[0] != was[0]:
                 break
-            if b.controller_epoch < a.controller_epoch:
+            if now[1].controller_epoch < was[1].controller_epoch:
                 return False
         else:
             return True
-    old = dict(before.brokers)
+    old = dict(old)
     for i, b in after.brokers:
         if i in old and b.controller_epoch < old[i].controller_epoch:
             return False
@@ -192,6 +194,8 @@ def ar_shrinks_only_last(model: Any, before: Cluster, action: Any, after: Cluste
 
 def moves_follow_the_table(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
     """Every partition and replica state change a step logs is a move of the active rule set's table."""
+    if not effects.state_changes:
+        return True
     rules = model.config.rule_set()
     for change in effects.state_changes:
         if change.machine == "partition":
