@@ -218,6 +218,7 @@ _STALE_NOTES: dict[tuple, str] = {}
 
 
 def _stale_leader_epoch_note(broker: int, tp: tuple, carried: int, known: int) -> str:
+    """The note of a LeaderAndIsr the broker ignores: its leader epoch (carried) is not above the replica's."""
     key = (broker, tp, carried, known)
     text = _STALE_NOTES.get(key)
     if text is None:
