@@ -23,7 +23,7 @@ DEFAULT_MEMORY = "4g"
 LOCAL_RETRIES = 4  # attempts per task on a local master (Spark's spark.task.maxFailures default on a cluster)
 CONNECT_TIMEOUT = 3.0  # seconds to wait for a standalone master's port to answer
 LOG_CONFIG = Path(__file__).with_name("spark-log4j2.properties")
-DRIVER_JIT = "-XX:TieredStopAtLevel=1"  # see spark_session
+DRIVER_JIT = "-XX:TieredStopAtLevel=1"  # the driver JVM compiles with C1 only (why: in `spark_session` below)
 
 _LOCAL = re.compile(r"local(?:\[(?P<n>\*|\d+)(?:,(?P<r>\d+))?\])?")
 _STANDALONE = re.compile(r"spark://(?P<hosts>[^/\s]+)")
