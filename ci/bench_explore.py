@@ -44,15 +44,22 @@ ENGINES = {"local": ["--engine", "local"], "compiled": ["--engine", "local"], "b
 
 
 # The child process: the command's own CPU seconds (after the interpreter's start and kcm's imports) on stderr.
+# With the compiled build, also the built modules that were imported from their source (edited since the build):
+# such a run is slower without saying why.
 CHILD = ("import sys, time; import numpy; from kcm.cli import main; start = time.process_time(); "
          "code = main(sys.argv[1:]); print(f'\\nbench-cpu {time.process_time() - start}', file=sys.stderr); "
+         "from kcm import compiled; fb = getattr(compiled, 'fallen_back', list)(); "
+         "print(f'bench-fallback {\",\".join(fb)}', file=sys.stderr) if fb else None; "
          "sys.exit(code)")
+# Every engine imports byte-compiled Python, written once before the runs (compileall): a tree without bytecode,
+# in an environment that forbids writing it (PYTHONDONTWRITEBYTECODE), would otherwise compile its modules again
+# inside every measured run, more of them for a pure tree than for the compiled build.
+PACKAGE_FOLDERS = ("kcm", "model", "reference", "properties", "checkers", "specs")
 
 
 def run(config: str, engine: str, base: str | None, max_states: int | None) -> tuple[dict, float, float]:
     """One `kcm explore` process: its JSON summary (with `cmd_cpu`), wall seconds and CPU seconds (user + system)."""
-    env = dict(os.environ)
-    env.pop("KCM_PURE", None)
+    env = bytecode_env()
     if engine in ("local", "base", "workers2"):
         env["KCM_PURE"] = "1"
     if engine == "base":
@@ -74,9 +81,29 @@ def run(config: str, engine: str, base: str | None, max_states: int | None) -> t
         summary = None
     if summary is None:
         sys.exit(f"bench_explore: {engine} on {config} failed (exit {done.returncode}):\n{done.stderr[-4000:]}")
+    if "bench-fallback " in done.stderr:
+        names = done.stderr.rsplit("bench-fallback ", 1)[1].split()[0]
+        print(f"bench_explore: {engine} imported {names} from source (edited since `ci/build_compiled.py`)",
+              file=sys.stderr)
     mark = done.stderr.rsplit("bench-cpu ", 1)
     summary["cmd_cpu"] = float(mark[1].split()[0]) if len(mark) == 2 else cpu
     return summary, wall, cpu
+
+
+def bytecode_env() -> dict[str, str]:
+    """The environment of a benchmark process: Python's own, writing bytecode next to the sources as usual."""
+    env = dict(os.environ)
+    env.pop("KCM_PURE", None)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def compile_trees(folders: list[Path]) -> None:
+    """Byte-compile the kcm sources of each tree once, before any measured run."""
+    for folder in folders:
+        if folder.is_dir():
+            subprocess.run([sys.executable, "-m", "compileall", "-q", "-j", "0", str(folder)], env=bytecode_env(),
+                           stdout=subprocess.DEVNULL, check=False)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -102,6 +129,7 @@ def main(argv: list[str] | None = None) -> int:
             print("bench_explore: no compiled build (python ci/build_compiled.py); `compiled` is left out",
                   file=sys.stderr)
             engines = [e for e in engines if e not in ("compiled", "workers2c")]
+    compile_trees([ROOT / f for f in PACKAGE_FOLDERS] + ([Path(args.base)] if "base" in engines else []))
     status = 0
     for config in args.configs:
         print(f"config {config}" + (f", --max-states {args.max_states}" if args.max_states else ""))

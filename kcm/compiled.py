@@ -107,3 +107,11 @@ def compiled_modules() -> list[str]:
         if isinstance(finder, CompiledFinder):
             return sorted(m for m in finder.loaded if m in sys.modules)
     return []
+
+
+def fallen_back() -> list[str]:
+    """The built modules imported so far from their source instead (edited since the build); empty on the pure path."""
+    for finder in sys.meta_path:
+        if isinstance(finder, CompiledFinder):
+            return sorted(m for m in finder.modules if m in sys.modules and m not in finder.loaded)
+    return []
