@@ -20,7 +20,7 @@ from kcm.model.effects import Effects
 from kcm.model.errors import KcmError
 from kcm.model.fingerprint import PartFingerprints, combine, fingerprint
 from kcm.model.interface import EVENTUALLY, NEXT, OUTSIDE, REFUSED, UNCHANGED, ModelBase, Property
-from kcm.model.txn import OutOfBounds, Txn
+from kcm.model.txn import OutOfBounds, Txn, draft_has, draft_lookup
 from kcm.model.variants import SWITCHES, known_switch
 from kcm.properties import controller as controller_properties
 from kcm.properties import dataplane as dataplane_properties
@@ -192,7 +192,7 @@ def preferred_election_is_idle(config: ClusterConfig, state: Cluster, t: Txn | N
     if t is None:
         t = Txn(config, state)
     for tp in preferred.tried(t, [tp for tp, _ in state.zk.assignments if tp[0] not in state.zk.delete_topics]):
-        znode = t.zk.lookup("partitions", tp)
+        znode = draft_lookup(t.zk, "partitions", tp)
         if znode is None or partition_machine.choose(t, tp, selectors.PREFERRED, znode.isr) is not None:
             return False
     return True
@@ -372,9 +372,10 @@ class BoundedSystem(ModelBase):
         /admin/reassign_partitions and removed again in the same step, so the step changes nothing. None when that
         cannot be told from the state alone. `t`: a Txn of the state, only read.
         """
-        if not has_controller(t) or t.zk.has("reassign_partitions", tp) or not reassignment.drops_noop_requests(t):
+        if (not has_controller(t) or draft_has(t.zk, "reassign_partitions", tp)
+                or not reassignment.drops_noop_requests(t)):
             return None
-        ar = tuple(t.ctx.lookup("assignments", tp, ()))
+        ar = tuple(draft_lookup(t.ctx, "assignments", tp, ()))
         return ar if reassignment.is_noop(t, tp, ar) else None
 
     def step(self, state: Cluster, action: Any) -> tuple[Cluster, Effects]:

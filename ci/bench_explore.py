@@ -44,9 +44,10 @@ ENGINES = {"local": ["--engine", "local"], "compiled": ["--engine", "local"], "b
 
 
 # The child process: the command's own CPU seconds (after the interpreter's start and kcm's imports) on stderr.
+# kcm before numpy, as the `kcm` command imports them.
 # With the compiled build, also the built modules that were imported from their source (edited since the build):
 # such a run is slower without saying why.
-CHILD = ("import sys, time; import numpy; from kcm.cli import main; start = time.process_time(); "
+CHILD = ("import sys, time; import kcm, numpy; from kcm.cli import main; start = time.process_time(); "
          "code = main(sys.argv[1:]); print(f'\\nbench-cpu {time.process_time() - start}', file=sys.stderr); "
          "from kcm import compiled; fb = getattr(compiled, 'fallen_back', list)(); "
          "print(f'bench-fallback {\",\".join(fb)}', file=sys.stderr) if fb else None; "

@@ -11,6 +11,17 @@ cdef class _Thaw:
     cdef readonly str source
 
 
+# Reads of a draft's field, called as C functions by the modules that cimport them.
+@cython.locals(fields=dict)
+cpdef draft_lookup(object draft, str name, object key, object default=*)
+@cython.locals(fields=dict)
+cpdef bint draft_has(object draft, str name, object key) except -1
+@cython.locals(fields=dict)
+cpdef draft_peek(object draft, str name)
+@cython.locals(fields=dict)
+cpdef draft_sorted_items(object draft, str name)
+
+
 # The working copy of one step: a final extension type, so that a module declaring `t: Txn` (cimported in its own
 # `.pxd`) reads these attributes from the object's struct and calls these methods as C functions. The fields thawed
 # on first access (brokers, replicas, inflight) and `base` stay in the instance's __dict__.
@@ -21,6 +32,9 @@ cdef class Txn:
     cdef public object max_leader_epoch, max_controller_epoch
     cdef public list requests, state_changes, notes
 
+    cpdef lookup(self, str name, key, default=*)
+    cpdef items(self, str name)
     cpdef str partition_state(self, tuple tp)
     cpdef set_partition_state(self, tuple tp, str target)
+    cpdef bint can_move_partition(self, tuple tp, str target)
     cpdef note(self, str text)

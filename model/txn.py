@@ -125,46 +125,9 @@ class Draft:
     def __init__(self, base: Any) -> None:
         self._base = base
 
-    # Reads that leave a field frozen: an operation that only looks at a map or a set then costs neither the copy
-    # nor the comparison at freeze time (most fields an operation reads, it does not change).
-
-    def lookup(self, name: str, key: Any, default: Any = None) -> Any:
-        """The value under key in the map field `name` (default if absent), without thawing the field to read it."""
-        fields = self.__dict__
-        if name in fields:
-            return fields[name].get(key, default)
-        return fmap_get(fields["_base"][self._SPEC[name][0]], key, default)
-
-    def has(self, name: str, key: Any) -> bool:
-        """Whether the map field `name` has key, or the set field `name` has it as a member, without thawing it."""
-        fields = self.__dict__
-        if name in fields:
-            return key in fields[name]
-        i, kind = self._SPEC[name]
-        if kind == _SET:
-            return key in fields["_base"][i]
-        return fmap_get(fields["_base"][i], key, _UNSET) is not _UNSET
-
-    def peek(self, name: str) -> Any:
-        """The field to read without changing it: the working dict or set once thawed, else the frozen tuple.
-
-        Either form iterates over the same members (a frozen map: its (key, value) pairs; `dict(...)` and `set(...)`
-        take both), but only the thawed one is in any particular order.
-        """
-        fields = self.__dict__
-        value = fields.get(name, _UNSET)
-        return fields["_base"][self._SPEC[name][0]] if value is _UNSET else value
-
-    def sorted_items(self, name: str) -> Any:
-        """The (key, value) pairs of the map field `name` in key order, without thawing it to read them."""
-        fields = self.__dict__
-        if name in fields:
-            return sorted(fields[name].items())
-        return fields["_base"][self._SPEC[name][0]]  # a frozen map is sorted already
-
     def discard(self, name: str, key: Any) -> None:
         """Remove key from the map field `name` (a member from the set field), without thawing it when absent."""
-        if name not in self.__dict__ and not self.has(name, key):
+        if name not in self.__dict__ and not draft_has(self, name, key):
             return
         value = getattr(self, name)
         if type(value) is set:
@@ -209,6 +172,53 @@ class Draft:
                 values = list(base)
             values[i] = new
         return base if values is None else _tuple_new(type(base), values)
+
+
+# Reads of a draft's field that leave it frozen: an operation that only looks at a map or a set then costs neither the
+# copy nor the comparison at freeze time (most fields an operation reads, it does not change). Functions rather than
+# methods: the compiled modules that cimport them (`txn.pxd`) call them as C functions, where a method of a Python
+# class costs a lookup and a call about as dear as the read itself (these run over a million times a `controller` run).
+
+
+def draft_lookup(draft: Draft, name: str, key: Any, default: Any = None) -> Any:
+    """The value under key in the map field `name` (default if absent), without thawing the field to read it."""
+    fields = draft.__dict__
+    value = fields.get(name, _UNSET)
+    if value is not _UNSET:
+        return value.get(key, default)
+    return fmap_get(fields["_base"][draft._SPEC[name][0]], key, default)
+
+
+def draft_has(draft: Draft, name: str, key: Any) -> bool:
+    """Whether the map field `name` has key, or the set field `name` has it as a member, without thawing it."""
+    fields = draft.__dict__
+    value = fields.get(name, _UNSET)
+    if value is not _UNSET:
+        return key in value
+    i, kind = draft._SPEC[name]
+    if kind == _SET:
+        return key in fields["_base"][i]
+    return fmap_get(fields["_base"][i], key, _UNSET) is not _UNSET
+
+
+def draft_peek(draft: Draft, name: str) -> Any:
+    """The field to read without changing it: the working dict or set once thawed, else the frozen tuple.
+
+    Either form iterates over the same members (a frozen map: its (key, value) pairs; `dict(...)` and `set(...)`
+    take both), but only the thawed one is in any particular order.
+    """
+    fields = draft.__dict__
+    value = fields.get(name, _UNSET)
+    return fields["_base"][draft._SPEC[name][0]] if value is _UNSET else value
+
+
+def draft_sorted_items(draft: Draft, name: str) -> Any:
+    """The (key, value) pairs of the map field `name` in key order, without thawing it to read them."""
+    fields = draft.__dict__
+    value = fields.get(name, _UNSET)
+    if value is not _UNSET:
+        return sorted(value.items())
+    return fields["_base"][draft._SPEC[name][0]]  # a frozen map is sorted already
 
 
 class ZkDraft(Draft):
@@ -298,11 +308,11 @@ class Txn:
 
     def partition_state(self, tp: tuple) -> str:
         """The controller's state of a partition (NonExistentPartition when it has none)."""
-        return self.ctx.lookup("partition_states", tp, PartitionState.NON_EXISTENT)
+        return draft_lookup(self.ctx, "partition_states", tp, PartitionState.NON_EXISTENT)
 
     def replica_state(self, tp: tuple, broker: int) -> str:
         """The controller's state of a replica (NonExistentReplica when it has none)."""
-        return self.ctx.lookup("replica_states", (tp[0], tp[1], broker), ReplicaState.NON_EXISTENT)
+        return draft_lookup(self.ctx, "replica_states", (tp[0], tp[1], broker), ReplicaState.NON_EXISTENT)
 
     def set_partition_state(self, tp: tuple, target: str) -> None:
         """Move a partition to target; IllegalStateTransition if the table refuses."""

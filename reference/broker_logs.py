@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from kcm.model.cluster import ReplicaData
 from kcm.model.fmap import EMPTY
-from kcm.model.txn import Txn
+from kcm.model.txn import Txn, draft_lookup
 from kcm.reference import truncation
 
 # Replica records are rebuilt from all their fields in order with tuple.__new__ (what the NamedTuple's constructor
@@ -46,7 +46,7 @@ def _advance_hw(t: Txn, tp: tuple, leader: int) -> None:
         new_hw = hw if leo < hw else leo
     if new_hw != hw:
         t.replicas[key] = _new(ReplicaData, (log, new_hw, *data[2:]))
-    pending = t.ghost.lookup("pending", tp, ())
+    pending = draft_lookup(t.ghost, "pending", tp, ())
     if not pending:
         return
     acked = tuple([r for r in pending if r[0] < new_hw and r[0] < len(log) and log[r[0]] == r[1]])

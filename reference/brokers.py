@@ -7,7 +7,7 @@ from kcm.model.cluster import NO_LEADER, replace
 from kcm.model.errors import BrokerNotAvailable
 from kcm.model.states import PartitionState as P
 from kcm.model.states import ReplicaState as R
-from kcm.model.txn import Txn
+from kcm.model.txn import Txn, draft_lookup, draft_peek, draft_sorted_items
 from kcm.reference import broker_logs, requests, selectors
 from kcm.reference.context import has_controller, is_deleting, replicas_on
 from kcm.reference.controller import elect_controller, reset_context
@@ -116,14 +116,14 @@ def session_expiry(t: Txn, a: SessionExpiry) -> None:
 
 def on_broker_startup(t: Txn, new: set[int]) -> None:
     """UpdateMetadata to the new brokers, their replicas online, elections, reassignments and deletions resumed."""
-    requests.add_update_metadata(t, sorted(new), [tp for tp, _ in t.ctx.sorted_items("assignments")])
+    requests.add_update_metadata(t, sorted(new), [tp for tp, _ in draft_sorted_items(t.ctx, "assignments")])
     requests.flush(t)
     replicas = replicas_on(t, new)
     # Every replica on the new brokers, those of topics queued for deletion too, goes OnlineReplica first.
     handle_replica_changes(t, replicas, R.ONLINE)
     trigger_online_partition_state_change(t)
-    for tp, r in t.ctx.sorted_items("reassignments"):
-        if not new.isdisjoint(r.target) and t.ctx.lookup("reassignments", tp) == r:
+    for tp, r in draft_sorted_items(t.ctx, "reassignments"):
+        if not new.isdisjoint(r.target) and draft_lookup(t.ctx, "reassignments", tp) == r:
             on_partition_reassignment(t, tp, r)
     for topic in sorted({tp[0] for tp, _ in replicas if is_deleting(t, tp[0])}):
         t.ctx.topics_ineligible.discard(topic)
@@ -158,7 +158,7 @@ def broker_fail(t: Txn, a: BrokerFail) -> None:
 def on_broker_failure(t: Txn, dead: set[int]) -> None:
     """Leaderless partitions -> Offline -> Online (offline selector); replicas on the dead brokers -> Offline."""
     replicas = replicas_on(t, dead)
-    leaderless = [tp for tp, lai in t.ctx.sorted_items("leadership")
+    leaderless = [tp for tp, lai in draft_sorted_items(t.ctx, "leadership")
                   if lai.leader in dead and not is_deleting(t, tp[0])]
     handle_partition_changes(t, leaderless, P.OFFLINE)
     trigger_online_partition_state_change(t)
@@ -166,7 +166,7 @@ def on_broker_failure(t: Txn, dead: set[int]) -> None:
     for topic in sorted({tp[0] for tp, _ in replicas if is_deleting(t, tp[0])}):
         fail_replica_deletion(t, topic, [r for r in replicas if r[0][0] == topic])
     if not leaderless:
-        requests.add_update_metadata(t, sorted(t.ctx.peek("live_brokers")), ())
+        requests.add_update_metadata(t, sorted(draft_peek(t.ctx, "live_brokers")), ())
         requests.flush(t)
 
 
@@ -179,11 +179,11 @@ def controlled_shutdown(t: Txn, a: ControlledShutdown) -> None:
         raise BrokerNotAvailable(f"broker {a.broker} is not live")
     t.brokers[a.broker] = replace(state, shutting_down=True)
     t.ctx.shutting_down.add(a.broker)
-    tps = [tp for tp, ar in t.ctx.sorted_items("assignments")
+    tps = [tp for tp, ar in draft_sorted_items(t.ctx, "assignments")
            if a.broker in ar and len(ar) > 1 and not is_deleting(t, tp[0])]
     led = []
     for tp in tps:
-        lai = t.ctx.lookup("leadership", tp)
+        lai = draft_lookup(t.ctx, "leadership", tp)
         if lai is not None and lai.leader == a.broker:
             led.append(tp)
     followed = [tp for tp in tps if tp not in led]

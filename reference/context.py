@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from kcm.model.txn import Txn
+from kcm.model.txn import Txn, draft_has, draft_peek, draft_sorted_items
 
 
 def eligible_brokers(t: Txn) -> set[int]:
     """Brokers that may lead: live and not shutting down (Kafka's liveBrokerIds)."""
     ctx = t.ctx
-    return set(ctx.peek("live_brokers")).difference(ctx.peek("shutting_down"))
+    return set(draft_peek(ctx, "live_brokers")).difference(draft_peek(ctx, "shutting_down"))
 
 
 def is_deleting(t: Txn, topic: str) -> bool:
     """Whether the topic is queued for deletion."""
-    return t.ctx.has("topics_to_delete", topic)
+    return draft_has(t.ctx, "topics_to_delete", topic)
 
 
 def partitions_of(t: Txn, topic: str) -> list[tuple]:
@@ -23,7 +23,7 @@ def partitions_of(t: Txn, topic: str) -> list[tuple]:
 
 def replicas_on(t: Txn, brokers: set[int]) -> list[tuple[tuple, int]]:
     """Every (partition, broker) replica of the assignment hosted on one of brokers."""
-    return [(tp, b) for tp, ar in t.ctx.sorted_items("assignments") for b in ar if b in brokers]
+    return [(tp, b) for tp, ar in draft_sorted_items(t.ctx, "assignments") for b in ar if b in brokers]
 
 
 def topic_exists(t: Txn, topic: str) -> bool:

@@ -8,7 +8,7 @@ from kcm.model.errors import BrokerNotAvailable
 from kcm.model.fmap import get
 from kcm.model.states import PartitionState as P
 from kcm.model.states import ReplicaState as R
-from kcm.model.txn import OutOfBounds, Txn, freeze_context
+from kcm.model.txn import OutOfBounds, Txn, draft_lookup, draft_peek, draft_sorted_items, freeze_context
 from kcm.reference import requests
 from kcm.reference.handlers import handles
 from kcm.reference.partition_machine import trigger_online_partition_state_change
@@ -57,15 +57,15 @@ def on_controller_failover(t: Txn) -> None:
     """Load the context from ZooKeeper, start both state machines, resume reassignments and deletions."""
     c = t.ctx
     zk = t.zk  # read only: peeked at, not thawed
-    c.live_brokers = set(zk.peek("brokers"))
+    c.live_brokers = set(draft_peek(zk, "brokers"))
     # A broker in controlled shutdown retries its request with the new controller.
     c.shutting_down = {b for b in c.live_brokers if t.brokers[b].shutting_down}
-    c.assignments = dict(zk.peek("assignments"))
-    c.leadership = dict(zk.peek("partitions"))
-    c.topics_to_delete = set(zk.peek("delete_topics"))
+    c.assignments = dict(draft_peek(zk, "assignments"))
+    c.leadership = dict(draft_peek(zk, "partitions"))
+    c.topics_to_delete = set(draft_peek(zk, "delete_topics"))
     # ZooKeeper keeps the target, AR = RAR + (OAR - RAR) and (KIP-455) OAR; without a recorded OAR the AR is taken.
     c.reassignments = {tp: Reassignment(tuple(get(t.zk.reassign_original, tp, c.assignments[tp])), tuple(target))
-                       for tp, target in zk.sorted_items("reassign_partitions") if tp in c.assignments}
+                       for tp, target in draft_sorted_items(zk, "reassign_partitions") if tp in c.assignments}
     if t.config.has("KAFKA-4214"):
         _drop_reassignments_with_dead_targets(t)
     # fetchTopicDeletionsInProgress / TopicDeletionManager.init: a queued topic with a replica on a dead broker or
@@ -128,7 +128,7 @@ def partition_state_machine_startup(t: Txn) -> None:
     c = t.ctx
     live = c.live_brokers - c.shutting_down
     for tp in c.assignments:
-        lai = c.lookup("leadership", tp)
+        lai = draft_lookup(c, "leadership", tp)
         if lai is None:
             c.partition_states[tp] = P.NEW
         elif lai.leader != NO_LEADER and lai.leader in live:

@@ -28,7 +28,7 @@ from kcm.model.errors import (
 )
 from kcm.model.logs import epoch_start_offset
 from kcm.model.names import tp_name
-from kcm.model.txn import Txn
+from kcm.model.txn import Txn, draft_has, draft_lookup
 from kcm.reference import reassignment, truncation
 from kcm.reference.broker_logs import _advance_hw, _key, _new, _truncated
 from kcm.reference.handlers import handles
@@ -43,14 +43,14 @@ def _alive(t: Txn, broker: int) -> bool:
 
 def _known(t: Txn, tp: tuple) -> None:
     """UnknownTopicOrPartition unless the partition exists at this moment."""
-    if not t.zk.has("assignments", tp):
+    if not draft_has(t.zk, "assignments", tp):
         raise UnknownTopicOrPartition(f"partition {tp_name(tp)} does not exist")
 
 
 def acting_leader(t: Txn, tp: tuple) -> int:
     """The broker clients reach as leader: the znode's leader, live, and leading by its last LeaderAndIsr."""
     _known(t, tp)
-    lai = t.zk.lookup("partitions", tp)
+    lai = draft_lookup(t.zk, "partitions", tp)
     if lai is None or lai.leader == NO_LEADER:
         raise NotLeaderOrFollower(f"partition {tp_name(tp)} has no leader")
     leader = lai.leader

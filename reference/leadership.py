@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from kcm.model.cluster import NO_LEADER, LeaderAndIsr
 from kcm.model.errors import StaleControllerEpoch
-from kcm.model.txn import OutOfBounds, Txn
+from kcm.model.txn import OutOfBounds, Txn, draft_lookup
 
 MAX_RETRIES = 3
 
@@ -29,7 +29,7 @@ def check_controller_epoch(t: Txn) -> None:
 def conditional_write(t: Txn, tp: tuple, new: LeaderAndIsr, expected_zk_version: int) -> bool:
     """Write a partition state znode if its zkVersion is still expected_zk_version; False on a mismatch."""
     check_controller_epoch(t)
-    current = t.zk.lookup("partitions", tp)
+    current = draft_lookup(t.zk, "partitions", tp)
     if current is not None and current.zk_version != expected_zk_version and not t.config.has("no-zkversion-check"):
         return False
     limit = t.max_leader_epoch
@@ -61,7 +61,7 @@ def update_leader_and_isr(t: Txn, tp: tuple,
     epoch and the zkVersion (contract rule 11).
     """
     for _ in range(MAX_RETRIES):
-        current = t.zk.lookup("partitions", tp)
+        current = draft_lookup(t.zk, "partitions", tp)
         if current is None:
             return None
         decision = decide(current)
@@ -83,7 +83,7 @@ def bump_leader_epoch(current: LeaderAndIsr) -> int:
 
 def refresh_from_zk(t: Txn, tp: tuple) -> None:
     """Update the controller's cached leadership of tp from ZooKeeper (an ISR-change notification)."""
-    lai = t.zk.lookup("partitions", tp)
+    lai = draft_lookup(t.zk, "partitions", tp)
     if lai is not None and t.ctx.controller_id >= 0:
         t.ctx.leadership[tp] = lai
 

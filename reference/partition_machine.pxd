@@ -1,2 +1,2 @@
 # Compile-time declarations for the compiled build (Cython reads this next to the module; Python ignores it).
-from kcm.model.txn cimport Txn
+from kcm.model.txn cimport Txn, draft_lookup, draft_peek, draft_sorted_items

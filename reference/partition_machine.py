@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from kcm.model.errors import NoLeaderAvailable
 from kcm.model.names import tp_name
 from kcm.model.states import PartitionState as P
-from kcm.model.txn import Txn
+from kcm.model.txn import Txn, draft_lookup, draft_peek, draft_sorted_items
 from kcm.reference import leadership, requests, selectors
 from kcm.reference.context import eligible_brokers, is_deleting
 
@@ -53,7 +53,7 @@ def _bring_online(t: Txn, tp: tuple, selector: str | None) -> bool:
 def initialize_leader_and_isr(t: Txn, tp: tuple) -> bool:
     """NewPartition -> OnlinePartition: the first live replica leads, the live replicas form the ISR."""
     live = eligible_brokers(t)
-    ar = t.ctx.lookup("assignments", tp, ())
+    ar = draft_lookup(t.ctx, "assignments", tp, ())
     live_ar = tuple([b for b in ar if b in live])
     if not live_ar:
         return False
@@ -64,17 +64,18 @@ def initialize_leader_and_isr(t: Txn, tp: tuple) -> bool:
 
 def choose(t: Txn, tp: tuple, selector: str, isr: tuple[int, ...]) -> selectors.Choice:
     """Run the named selector on the partition's AR and the given ISR."""
-    ar = t.ctx.lookup("assignments", tp, ())  # read without thawing the field
+    ar = draft_lookup(t.ctx, "assignments", tp, ())  # read without thawing the field
     live = eligible_brokers(t)
     if selector == selectors.OFFLINE:
         return selectors.offline(ar, isr, live, t.config.unclean_leader_election)
     if selector == selectors.REASSIGNED:
-        r = t.ctx.lookup("reassignments", tp)
+        r = draft_lookup(t.ctx, "reassignments", tp)
         return selectors.reassigned(r.target if r is not None else ar, isr, live)
     if selector == selectors.PREFERRED:
         return selectors.preferred(ar, isr, live)
     if selector == selectors.CONTROLLED_SHUTDOWN:
-        return selectors.controlled_shutdown(ar, isr, t.ctx.peek("live_brokers"), t.ctx.peek("shutting_down"))
+        return selectors.controlled_shutdown(ar, isr, draft_peek(t.ctx, "live_brokers"),
+                                             draft_peek(t.ctx, "shutting_down"))
     raise ValueError(f"unknown selector {selector!r}; known: {', '.join(selectors.NAMES)}")
 
 
@@ -83,14 +84,17 @@ def elect_leader(t: Txn, tp: tuple, selector: str) -> bool:
     new = leadership.update_leader_and_isr(t, tp, lambda cur: choose(t, tp, selector, cur.isr))
     if new is None:
         return False
-    r = t.ctx.lookup("reassignments", tp)
-    recipients = r.target if selector == selectors.REASSIGNED and r is not None else t.ctx.lookup("assignments", tp, ())
+    r = draft_lookup(t.ctx, "reassignments", tp)
+    if selector == selectors.REASSIGNED and r is not None:
+        recipients = r.target
+    else:
+        recipients = draft_lookup(t.ctx, "assignments", tp, ())
     requests.add_leader_and_isr(t, recipients, tp)
     return True
 
 
 def trigger_online_partition_state_change(t: Txn) -> None:
     """Every NewPartition and OfflinePartition not being deleted -> OnlinePartition (offline selector)."""
-    tps = [tp for tp, s in t.ctx.sorted_items("partition_states")
+    tps = [tp for tp, s in draft_sorted_items(t.ctx, "partition_states")
            if s in (P.NEW, P.OFFLINE) and not is_deleting(t, tp[0])]
     handle_partition_changes(t, tps, P.ONLINE, selectors.OFFLINE)

@@ -6,7 +6,7 @@ from kcm.model.actions import PreferredElection
 from kcm.model.errors import UnknownTopicOrPartition
 from kcm.model.names import tp_name
 from kcm.model.states import PartitionState as P
-from kcm.model.txn import Txn
+from kcm.model.txn import Txn, draft_lookup
 from kcm.reference import selectors
 from kcm.reference.context import has_controller, is_deleting
 from kcm.reference.handlers import handles
@@ -28,8 +28,8 @@ def tried(t: Txn, tps: list[tuple]) -> list[tuple]:
     if not has_controller(t):
         return []
     ctx = t.ctx  # read with lookup: nothing is thawed (the explorer asks this of every state it expands)
-    return [tp for tp in tps if not not_needed(is_deleting(t, tp[0]), ctx.lookup("leadership", tp),
-                                               ctx.lookup("assignments", tp, ()))]
+    return [tp for tp in tps if not not_needed(is_deleting(t, tp[0]), draft_lookup(ctx, "leadership", tp),
+                                               draft_lookup(ctx, "assignments", tp, ()))]
 
 
 @handles(PreferredElection)

@@ -11,7 +11,7 @@ from kcm.model.fmap import get, put, remove
 from kcm.model.names import tp_name
 from kcm.model.states import PartitionState as P
 from kcm.model.states import ReplicaState as R
-from kcm.model.txn import Txn
+from kcm.model.txn import Txn, draft_has, draft_lookup, draft_peek
 from kcm.reference import leadership, requests, selectors
 from kcm.reference.context import eligible_brokers, has_controller
 from kcm.reference.handlers import handles
@@ -24,7 +24,7 @@ from kcm.reference.topics import resume_deletion
 def reassign(t: Txn, a: Reassign) -> None:
     """Write /admin/reassign_partitions and start (or replace, rule 9) the partition's reassignment."""
     tp = a.tp
-    if not t.zk.has("assignments", tp) or t.zk.has("delete_topics", tp[0]):
+    if not draft_has(t.zk, "assignments", tp) or draft_has(t.zk, "delete_topics", tp[0]):
         raise UnknownTopicOrPartition(f"partition {tp_name(tp)} does not exist")
     target = tuple(a.replicas)
     registered = set(t.config.brokers)
@@ -42,7 +42,8 @@ def reassign(t: Txn, a: Reassign) -> None:
 
 def is_noop(t: Txn, tp: tuple, target: tuple[int, ...]) -> bool:
     """Whether reassigning tp to target is no reassignment: none is in flight and the target is the current AR."""
-    return t.ctx.lookup("reassignments", tp) is None and target == tuple(t.ctx.lookup("assignments", tp, ()))
+    return (draft_lookup(t.ctx, "reassignments", tp) is None
+            and target == tuple(draft_lookup(t.ctx, "assignments", tp, ())))
 
 
 def drops_noop_requests(t: Txn) -> bool:
@@ -60,7 +61,7 @@ def start(t: Txn, tp: tuple, target: tuple[int, ...]) -> None:
         if drops_noop_requests(t):
             t.zk.reassign_partitions.pop(tp, None)
         return
-    current = t.ctx.lookup("reassignments", tp)
+    current = draft_lookup(t.ctx, "reassignments", tp)
     original = current.original if current is not None else tuple(t.ctx.assignments[tp])
     r = Reassignment(original, target)
     t.ctx.reassignments[tp] = r
@@ -75,13 +76,13 @@ def on_partition_reassignment(t: Txn, tp: tuple, r: Reassignment) -> None:
     (those only in a replaced reassignment's target) are stopped and deleted. A reassignment back to the original
     replicas is not a reassignment (Kafka's isBeingReassigned) and completes at once.
     """
-    previous = tuple(t.ctx.lookup("assignments", tp, ()))
+    previous = tuple(draft_lookup(t.ctx, "assignments", tp, ()))
     ar = r.replicas
     if previous != ar:
         t.zk.assignments[tp] = ar  # step 1
         t.ctx.assignments[tp] = ar
         stop_removed_replicas(t, tp, [b for b in previous if b not in ar])
-    lai = t.zk.lookup("partitions", tp)
+    lai = draft_lookup(t.zk, "partitions", tp)
     if not (r.adding or r.removing) or (lai is not None and set(r.target).issubset(lai.isr)):
         complete(t, tp, r)
         return
@@ -96,7 +97,7 @@ def complete(t: Txn, tp: tuple, r: Reassignment) -> None:
     """Steps 5 to 12: RAR online, leader in RAR, OAR - RAR offline and deleted, AR = RAR in ZooKeeper."""
     handle_replica_changes(t, [(tp, b) for b in r.target], R.ONLINE)  # step 5
     t.ctx.assignments[tp] = r.target  # step 6
-    lai = t.ctx.lookup("leadership", tp)
+    lai = draft_lookup(t.ctx, "leadership", tp)
     if lai is None:
         pass  # no leader and ISR yet (a cancelled reassignment of a partition never led): nothing to move
     elif lai.leader not in r.target or lai.leader not in eligible_brokers(t):  # step 7
@@ -111,9 +112,9 @@ def complete(t: Txn, tp: tuple, r: Reassignment) -> None:
     t.zk.reassign_partitions.pop(tp, None)  # step 11
     t.zk.reassign_original = remove(t.zk.reassign_original, tp)
     t.ctx.reassignments.pop(tp, None)
-    requests.add_update_metadata(t, sorted(t.ctx.peek("live_brokers")), (tp,))  # step 12
+    requests.add_update_metadata(t, sorted(draft_peek(t.ctx, "live_brokers")), (tp,))  # step 12
     requests.flush(t)
-    if t.ctx.has("topics_ineligible", tp[0]):
+    if draft_has(t.ctx, "topics_ineligible", tp[0]):
         t.ctx.topics_ineligible.discard(tp[0])
         resume_deletion(t, tp[0])
 
@@ -136,7 +137,7 @@ def on_isr_change(t: Txn, tp: tuple) -> None:
     if not has_controller(t):
         return
     leadership.refresh_from_zk(t, tp)
-    r = t.ctx.lookup("reassignments", tp)
-    lai = t.ctx.lookup("leadership", tp)
+    r = draft_lookup(t.ctx, "reassignments", tp)
+    lai = draft_lookup(t.ctx, "leadership", tp)
     if r is not None and lai is not None and set(r.target).issubset(lai.isr):
         complete(t, tp, r)

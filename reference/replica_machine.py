@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from kcm.model.states import ReplicaState as R
-from kcm.model.txn import Txn
+from kcm.model.txn import Txn, draft_lookup, draft_peek
 from kcm.reference import leadership, requests
 from kcm.reference.context import is_deleting
 
@@ -26,7 +26,7 @@ def handle_replica_changes(t: Txn, replicas: Iterable[tuple[tuple, int]], target
 
 def _move(t: Txn, tp: tuple, b: int, target: str) -> None:
     current = t.replica_state(tp, b)
-    lai = t.ctx.lookup("leadership", tp)
+    lai = draft_lookup(t.ctx, "leadership", tp)
     if target == R.NEW:
         t.set_replica_state(tp, b, target)
         if lai is not None and lai.leader != b:
@@ -34,7 +34,7 @@ def _move(t: Txn, tp: tuple, b: int, target: str) -> None:
     elif target == R.ONLINE:
         t.set_replica_state(tp, b, target)
         if current == R.NEW:
-            ar = t.ctx.lookup("assignments", tp, ())
+            ar = draft_lookup(t.ctx, "assignments", tp, ())
             if b not in ar:
                 # Seeds 000/003: NewReplica -> OnlineReplica adds the replica to the cached AR if needed.
                 t.ctx.assignments[tp] = tuple(ar) + (b,)
@@ -52,17 +52,17 @@ def _move(t: Txn, tp: tuple, b: int, target: str) -> None:
         if lai is None:
             # Kafka still queues UpdateMetadata to every live or shutting-down broker; the batch leaves the
             # partition out (no leader and ISR), so each gets an UpdateMetadata with no partition states.
-            requests.add_update_metadata(t, t.ctx.peek("live_brokers"), (tp,))
+            requests.add_update_metadata(t, draft_peek(t.ctx, "live_brokers"), (tp,))
             return
         new = leadership.remove_replica_from_isr(t, tp, b)
-        znode = t.zk.lookup("partitions", tp)
+        znode = draft_lookup(t.zk, "partitions", tp)
         if new is None and znode is not None and b not in znode.isr:
             # removeReplicasFromIsr returns the partitions that did not hold the replica unchanged, and Kafka
             # caches and sends them as it does the changed ones.
             leadership.refresh_from_zk(t, tp)
             new = znode
         if new is not None and not is_deleting(t, tp[0]):
-            others = tuple([r for r in t.ctx.lookup("assignments", tp, ()) if r != b])
+            others = tuple([r for r in draft_lookup(t.ctx, "assignments", tp, ()) if r != b])
             requests.add_leader_and_isr(t, others, tp)
     elif target == R.DELETION_STARTED:
         t.set_replica_state(tp, b, target)
@@ -72,7 +72,7 @@ def _move(t: Txn, tp: tuple, b: int, target: str) -> None:
         if current == R.OFFLINE:
             # Kafka 0.8 (no deletion states): OfflineReplica -> NonExistentReplica deletes the log itself.
             requests.add_stop_replica(t, b, tp, delete=True)
-        ar = t.ctx.lookup("assignments", tp)
+        ar = draft_lookup(t.ctx, "assignments", tp)
         if ar is not None and b in ar:
             t.ctx.assignments[tp] = tuple([r for r in ar if r != b])
     else:

@@ -18,7 +18,7 @@ from kcm.model.effects import LeaderAndIsrRequest, StopReplicaRequest, UpdateMet
 from kcm.model.errors import NoRequestInFlight
 from kcm.model.fmap import EMPTY
 from kcm.model.names import tp_name
-from kcm.model.txn import Txn
+from kcm.model.txn import Txn, draft_has, draft_lookup, draft_peek
 from kcm.reference import broker_logs
 from kcm.reference.handlers import handles
 
@@ -59,14 +59,14 @@ def batch(t: Txn) -> RequestBatch:
 def add_leader_and_isr(t: Txn, brokers: Any, tp: tuple, replicas: tuple[int, ...] | None = None) -> None:
     """Queue LeaderAndIsr with the controller's current leadership of tp to brokers, plus UpdateMetadata."""
     ctx = t.ctx
-    lai = ctx.lookup("leadership", tp)
+    lai = draft_lookup(ctx, "leadership", tp)
     if lai is None:
         return
-    ar = tuple(replicas) if replicas is not None else tuple(ctx.lookup("assignments", tp, ()))
+    ar = tuple(replicas) if replicas is not None else tuple(draft_lookup(ctx, "assignments", tp, ()))
     queued = (t.request_batch or batch(t)).leader_and_isr
     for broker in brokers:
         queued[(broker, tp)] = (broker, tp, lai, ar)
-    add_update_metadata(t, ctx.peek("live_brokers"), (tp,))  # in any order: flush sends by broker
+    add_update_metadata(t, draft_peek(ctx, "live_brokers"), (tp,))  # in any order: flush sends by broker
 
 
 def add_update_metadata(t: Txn, brokers: Any, tps: Any) -> None:
@@ -74,7 +74,7 @@ def add_update_metadata(t: Txn, brokers: Any, tps: Any) -> None:
     queued = (t.request_batch or batch(t)).update_metadata
     ctx = t.ctx
     # As Kafka: nothing to tell of a partition with no leader and ISR.
-    tps = [tp for tp in tps if ctx.has("leadership", tp)]
+    tps = [tp for tp in tps if draft_has(ctx, "leadership", tp)]
     for broker in brokers:
         mine = queued.get(broker)
         if mine is None:

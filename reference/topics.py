@@ -8,7 +8,7 @@ from kcm.model.actions import AddPartitions, CreateTopic, DeleteTopic
 from kcm.model.errors import InvalidReplicaAssignment, ReassignmentInProgress, UnknownTopicOrPartition
 from kcm.model.states import PartitionState as P
 from kcm.model.states import ReplicaState as R
-from kcm.model.txn import Txn
+from kcm.model.txn import Txn, draft_has
 from kcm.reference import requests
 from kcm.reference.context import has_controller, partitions_of, topic_exists
 from kcm.reference.handlers import handles
@@ -128,7 +128,7 @@ def resume_deletion(t: Txn, topic: str, despite_reassignment: bool = False) -> N
     if not t.rules.has_deletion_states():
         _delete_without_deletion_states(t, topic, tps, replicas)
         return
-    if t.ctx.has("topics_ineligible", topic):
+    if draft_has(t.ctx, "topics_ineligible", topic):
         retry_ineligible_replicas(t, replicas)
         return
     if any(t.partition_state(tp) != P.NON_EXISTENT for tp in tps):

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from kcm.model.actions import CreateTopic
 from kcm.model.cluster import ClusterConfig
 from kcm.model.fmap import freeze
-from kcm.model.txn import Txn
+from kcm.model.txn import Txn, draft_has, draft_lookup, draft_peek, draft_sorted_items
 from kcm.reference import api
 
 CONFIG = ClusterConfig((0, 1, 2))
@@ -31,16 +31,17 @@ def _txn_with(assignments: dict, delete_topics: set) -> Txn:
 @given(maps, keys, sets, st.sampled_from("abcdef"))
 def test_frozen_reads_answer_as_the_thawed_field_and_thaw_nothing(assignments, key, topics, topic):
     t = _txn_with(assignments, topics)
-    frozen = (t.zk.lookup("assignments", key, -1), t.zk.has("assignments", key), t.zk.has("delete_topics", topic),
-              list(t.zk.sorted_items("assignments")), set(t.zk.peek("delete_topics")))
+    frozen = (draft_lookup(t.zk, "assignments", key, -1), draft_has(t.zk, "assignments", key),
+              draft_has(t.zk, "delete_topics", topic),
+              list(draft_sorted_items(t.zk, "assignments")), set(draft_peek(t.zk, "delete_topics")))
     assert "assignments" not in t.zk.__dict__ and "delete_topics" not in t.zk.__dict__
     assert frozen == (assignments.get(key, -1), key in assignments, topic in topics,
                       sorted(assignments.items()), topics)
     t.zk.assignments[("v", 9)] = 1  # thawed and written: the reads now see the working copy
     t.zk.delete_topics.add("f")
-    assert t.zk.lookup("assignments", ("v", 9)) == 1 and t.zk.has("assignments", ("v", 9))
-    assert t.zk.has("delete_topics", "f") and t.zk.peek("delete_topics") is t.zk.delete_topics
-    assert list(t.zk.sorted_items("assignments")) == sorted({**assignments, ("v", 9): 1}.items())
+    assert draft_lookup(t.zk, "assignments", ("v", 9)) == 1 and draft_has(t.zk, "assignments", ("v", 9))
+    assert draft_has(t.zk, "delete_topics", "f") and draft_peek(t.zk, "delete_topics") is t.zk.delete_topics
+    assert list(draft_sorted_items(t.zk, "assignments")) == sorted({**assignments, ("v", 9): 1}.items())
 
 
 @given(sets, st.sampled_from("abcdef"))
