@@ -1,2 +1,5 @@
 # Compile-time declarations for the compiled build (Cython reads this next to the module; Python ignores it).
 from kcm.model.txn cimport Txn
+from kcm.reference.context cimport has_controller
+from kcm.reference.partition_machine cimport handle_partition_changes
+from kcm.reference.replica_machine cimport handle_replica_changes

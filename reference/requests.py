@@ -56,7 +56,7 @@ def batch(t: Txn) -> RequestBatch:
     return b
 
 
-def add_leader_and_isr(t: Txn, brokers: Any, tp: tuple, replicas: tuple[int, ...] | None = None) -> None:
+def add_leader_and_isr(t: Txn, brokers: Any, tp: tuple, replicas: tuple | None = None) -> None:
     """Queue LeaderAndIsr with the controller's current leadership of tp to brokers, plus UpdateMetadata."""
     ctx = t.ctx
     lai = draft_lookup(ctx, "leadership", tp)
