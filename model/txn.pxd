@@ -1,4 +1,5 @@
 cimport cython
+from kcm.model.fmap cimport get as fmap_get
 
 # Compile-time declarations for the compiled build of txn.py (Cython reads this next to the module; Python ignores
 # it): the field descriptor becomes an extension type, so the first read of a draft's field calls its __get__ as a

@@ -5,3 +5,4 @@ from kcm.reference.context cimport eligible_brokers, has_controller
 from kcm.reference cimport leadership
 from kcm.reference.partition_machine cimport handle_partition_changes
 from kcm.reference.replica_machine cimport handle_replica_changes
+from kcm.model.fmap cimport get
