@@ -81,3 +81,13 @@ def test_a_module_compiled_against_anothers_declarations_is_stale_once_the_other
     plain = compiled.digest(folder / "plain.py")
     (folder / "txn.py").write_text("class Txn:\n    y = 2\n")
     assert compiled.digest(folder / "plain.py") == plain
+
+
+@pytest.mark.skipif(not compiled.MANIFEST.is_file(), reason="no compiled build (KCM_COMPILED=1 bash ci/setup.sh)")
+def test_no_installed_module_is_the_instrumented_build_of_a_profile_guided_build():
+    # An instrumented module (the first step of ci/build_compiled.py's profile-guided build) writes profile data at
+    # every exit and aborts a process whose profile it finds changed: only the final build may be installed.
+    binaries = sorted(compiled.BUILD.glob("*.so"))
+    assert binaries
+    instrumented = [b.name for b in binaries if b"__gcov_" in b.read_bytes()]
+    assert instrumented == []
