@@ -77,19 +77,27 @@ def main(argv: list[str] | None = None) -> int:
         code = subprocess.run(instrument, check=False).returncode
         if code:
             return code
-        env = {k: v for k, v in os.environ.items() if k != "KCM_PURE"}
-        for training in TRAINING:
-            done = subprocess.run([sys.executable, "-m", "kcm", "explore", "--quiet", "--continue", *training],
-                                  cwd=ROOT, env=env, stdout=subprocess.DEVNULL, check=False)
-            if done.returncode not in (0, 1, 3):  # 1: a property violated; 3: stopped at --max-states
-                print(f"build_compiled: the training search {' '.join(training)} failed (exit {done.returncode})",
-                      file=sys.stderr)
-                return 1
         force = True
-    # With the profile: functions it does not cover (a module changed since the training, code the training never
-    # ran) are still optimized for speed (-fprofile-partial-training), and a stale profile only warns.
-    use = [f"-fprofile-use={profile}", "-fprofile-partial-training", "-Wno-missing-profile", "-Wno-coverage-mismatch"]
-    return _build(args.jobs, force, use, [], directives)
+    try:
+        if force:
+            env = {k: v for k, v in os.environ.items() if k != "KCM_PURE"}
+            for training in TRAINING:
+                done = subprocess.run([sys.executable, "-m", "kcm", "explore", "--quiet", "--continue", *training],
+                                      cwd=ROOT, env=env, stdout=subprocess.DEVNULL, check=False)
+                if done.returncode not in (0, 1, 3):  # 1: a property violated; 3: stopped at --max-states
+                    raise RuntimeError(f"the training search {' '.join(training)} failed (exit {done.returncode})")
+        # With the profile: functions it does not cover (a module changed since the training, code the training
+        # never ran) are still optimized for speed (-fprofile-partial-training), and a stale profile only warns.
+        use = [f"-fprofile-use={profile}", "-fprofile-partial-training", "-Wno-missing-profile",
+               "-Wno-coverage-mismatch"]
+        return _build(args.jobs, force, use, [], directives)
+    except BaseException as err:
+        # Never leave the instrumented modules installed: without a manifest every process uses the source.
+        MANIFEST.unlink(missing_ok=True)
+        if isinstance(err, RuntimeError):
+            print(f"build_compiled: {err}", file=sys.stderr)
+            return 1
+        raise
 
 
 def _build(jobs: int, force: bool, cflags: list[str], ldflags: list[str], directives: dict) -> int:
