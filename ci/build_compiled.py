@@ -27,6 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 EXCLUDED = {"model/transitions.py"}
+WORK = ROOT / "build" / "compiled-work"  # generated C, objects, the profile and the declarations' shadow folder
 BOUND = {"kcm.properties"}  # packages whose functions must stay Cython function objects (see main)
 # -fno-plt: the modules call the interpreter's C API (a shared libpython here) through the GOT instead of PLT
 # stubs, one jump less per call; about 2% of the compiled engine's time on `controller` (docs/performance.md).
@@ -57,8 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     from kcm.compiled import MANIFEST
 
-    work = ROOT / "build" / "compiled-work"
-    profile = work / "profile"
+    profile = WORK / "profile"
     directives = {**DIRECTIVES, "pgo": not args.no_pgo}
     try:
         force = args.force or json.loads(MANIFEST.read_text()).get("directives") != directives
@@ -115,8 +115,7 @@ def _build(jobs: int, force: bool, cflags: list[str], ldflags: list[str], direct
             if path.name != "__init__.py" and rel not in EXCLUDED and source_of(name) is not None:
                 sources[name] = path
     hashes = {name: digest(path) for name, path in sources.items()}  # of the sources as they are compiled
-    work = ROOT / "build" / "compiled-work"
-    include = _declarations(sources, work / "pxd")
+    include = _declarations(sources, WORK / "pxd")
     exts = [Extension(name, [str(path.relative_to(ROOT))], extra_compile_args=CFLAGS + cflags,
                       extra_link_args=ldflags) for name, path in sources.items()]
     # Plain C functions (binding=False) are cheaper to call than Cython's function objects, but take no
@@ -125,13 +124,13 @@ def _build(jobs: int, force: bool, cflags: list[str], ldflags: list[str], direct
     for binding in (True, False):
         group = [ext for ext in exts if (ext.name.rpartition(".")[0] in BOUND) == binding]
         if group:
-            modules += cythonize(group, build_dir=str(work), quiet=True, nthreads=jobs, force=force,
+            modules += cythonize(group, build_dir=str(WORK), quiet=True, nthreads=jobs, force=force,
                                  include_path=[str(include)],
                                  compiler_directives={"language_level": 3, "binding": binding})
     dist = Distribution({"name": "kcm-compiled", "ext_modules": modules})
     cmd = dist.get_command_obj("build_ext")
-    cmd.build_lib = str(work / "lib")
-    cmd.build_temp = str(work / "temp")
+    cmd.build_lib = str(WORK / "lib")
+    cmd.build_temp = str(WORK / "temp")
     cmd.parallel = jobs
     cmd.force = force  # a C flag changed: every module is compiled again, not only those whose C file is new
     cmd.ensure_finalized()
@@ -142,7 +141,7 @@ def _build(jobs: int, force: bool, cflags: list[str], ldflags: list[str], direct
     suffix = sysconfig.get_config_var("EXT_SUFFIX")
     manifest = {}
     for name in sources:
-        built = work / "lib" / (name.replace(".", "/") + suffix)
+        built = WORK / "lib" / (name.replace(".", "/") + suffix)
         binary = name + suffix
         shutil.copyfile(built, BUILD / binary)
         manifest[name] = {"source": hashes[name], "binary": binary}

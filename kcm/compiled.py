@@ -89,9 +89,9 @@ def install() -> CompiledFinder | None:
     """Put the compiled build first in the import system, if there is one and KCM_PURE is not set."""
     if os.environ.get("KCM_PURE") or not MANIFEST.is_file():
         return None
-    for finder in sys.meta_path:
-        if isinstance(finder, CompiledFinder):
-            return finder
+    finder = _installed()
+    if finder is not None:
+        return finder
     try:
         modules = json.loads(MANIFEST.read_text())["modules"]
     except (OSError, ValueError, KeyError, TypeError):
@@ -103,15 +103,19 @@ def install() -> CompiledFinder | None:
 
 def compiled_modules() -> list[str]:
     """The kcm modules imported so far from the compiled build (empty on the pure path)."""
-    for finder in sys.meta_path:
-        if isinstance(finder, CompiledFinder):
-            return sorted(m for m in finder.loaded if m in sys.modules)
-    return []
+    finder = _installed()
+    return [] if finder is None else sorted(m for m in finder.loaded if m in sys.modules)
 
 
 def fallen_back() -> list[str]:
     """The built modules imported so far from their source instead (edited since the build); empty on the pure path."""
+    finder = _installed()
+    return [] if finder is None else sorted(m for m in finder.modules if m in sys.modules and m not in finder.loaded)
+
+
+def _installed() -> CompiledFinder | None:
+    """The compiled build's finder on sys.meta_path, if `install` put one there."""
     for finder in sys.meta_path:
         if isinstance(finder, CompiledFinder):
-            return sorted(m for m in finder.modules if m in sys.modules and m not in finder.loaded)
-    return []
+            return finder
+    return None

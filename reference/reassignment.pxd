@@ -1,8 +1,7 @@
 # Compile-time declarations for the compiled build (Cython reads this next to the module; Python ignores it).
+from kcm.model.fmap cimport get
 from kcm.model.txn cimport Txn, draft_has, draft_lookup, draft_peek
-from kcm.reference cimport requests
+from kcm.reference cimport leadership, requests
 from kcm.reference.context cimport eligible_brokers, has_controller
-from kcm.reference cimport leadership
 from kcm.reference.partition_machine cimport handle_partition_changes
 from kcm.reference.replica_machine cimport handle_replica_changes
-from kcm.model.fmap cimport get

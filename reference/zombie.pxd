@@ -1,4 +1,3 @@
 # Compile-time declarations for the compiled build (Cython reads this next to the module; Python ignores it).
 from kcm.model.txn cimport Txn
-from kcm.reference cimport requests
-from kcm.reference cimport leadership
+from kcm.reference cimport leadership, requests
