@@ -36,6 +36,8 @@ LIMIT = 1 << 17  # entries per memo before it starts afresh (each entry holds a 
 _dumps = pickle.dumps
 _loads = pickle.loads
 _tuple_new = tuple.__new__  # a record from its fields, without the NamedTuple's Python-level __new__
+_count = struct.Struct("<H")
+MISSING = object()
 
 
 class StateCodec:
@@ -47,22 +49,24 @@ class StateCodec:
         self.decoded: dict[bytes, Any] = {}  # a part's encoding -> the one object made of it in this process
         self.types: dict[type, bytes | None] = {}  # a record type's pickle; None: not a record
         self.formats: dict[int, struct.Struct] = {}
+        # A record type -> per field, the bytes of each value met there that is not a record: value -> (its type,
+        # its bytes). Keyed by field, as the model's part fingerprints are, so only values of one field meet.
+        self.values: dict[type, list[dict[Any, tuple[type, bytes]]]] = {}
 
-    def _format(self, count: int) -> struct.Struct:
+    def layout(self, count: int) -> struct.Struct:
         """The header layout of a record of `count` fields: the count, then the lengths of the type and fields."""
         fmt = self.formats.get(count)
         if fmt is None:
             fmt = self.formats[count] = struct.Struct(f"<H{count + 1}I")
         return fmt
 
-    def _head(self, kind: type) -> bytes | None:
+    def head(self, kind: type) -> bytes | None:
         """The pickle of a record type (a NamedTuple), or None for any other type."""
-        try:
-            return self.types[kind]
-        except KeyError:
-            head = self.types[kind] = _dumps(kind, PROTOCOL) if issubclass(kind, tuple) and hasattr(
+        got = self.types.get(kind, MISSING)
+        if got is MISSING:
+            got = self.types[kind] = _dumps(kind, PROTOCOL) if issubclass(kind, tuple) and hasattr(
                 kind, "_make") else None
-            return head
+        return got
 
     def encode(self, state: Any) -> bytes:
         """The bytes of `state`: a record field by field (each field encoded once while it lives), else a pickle.
@@ -70,49 +74,83 @@ class StateCodec:
         A record nested in a record (the znodes, the controller's context) is split the same way, so a step that
         changes one field of it re-encodes that field only.
         """
-        head = self._head(type(state))
+        kind = type(state)
+        head = self.types.get(kind, MISSING)
+        if head is MISSING:
+            head = self.head(kind)
         if head is None:
             return WHOLE + _dumps(state, PROTOCOL)
         memo = self.encoded
         if len(memo) >= self.limit:
             memo.clear()
-        chunks = [head]
+        fields = self.values.get(kind)
+        if fields is None:
+            fields = self.values[kind] = [{} for _ in state]
+        chunks = [b"", head]
+        i = 0
         for part in state:
             got = memo.get(id(part))
             if got is None or got[0] is not part:
-                got = memo[id(part)] = (part, self.encode(part))
+                sort = type(part)
+                sub = self.types.get(sort, MISSING)
+                if sub is MISSING:
+                    sub = self.head(sort)
+                if sub is None:
+                    # A field that is not a record: its bytes by value. A step builds new objects for the fields
+                    # it changes, but their values recur (a few thousand distinct ones per field in a search).
+                    known = fields[i]
+                    try:
+                        data = known.get(part)
+                    except TypeError:  # an unhashable value (never in a model state): pickled each time
+                        data = (sort, WHOLE + _dumps(part, PROTOCOL))
+                    # Equal values of one field pickle alike in a model's states, which the part fingerprints
+                    # rely on too (tests/test_fingerprint.py checks it on explored states); a value's own type
+                    # is checked all the same (1 == True), as it costs nothing.
+                    if data is None or data[0] is not sort:
+                        if len(known) >= self.limit:
+                            known.clear()
+                        data = known[part] = (sort, WHOLE + _dumps(part, PROTOCOL))
+                    got = memo[id(part)] = (part, data[1])
+                else:
+                    got = memo[id(part)] = (part, self.encode(part))
             chunks.append(got[1])
-        return PARTS + self._format(len(state)).pack(len(state), *map(len, chunks)) + b"".join(chunks)
+            i += 1
+        fmt = self.formats.get(i)
+        if fmt is None:
+            fmt = self.layout(i)
+        chunks[0] = PARTS + fmt.pack(i, *[len(c) for c in chunks[1:]])
+        return b"".join(chunks)
 
     def decode(self, data: bytes) -> Any:
         """The state encoded in `data` (kcm's own bytes only), its parts shared with earlier decoded states."""
         if data[:1] == WHOLE:
             return _loads(data[1:])
-        (count,) = struct.unpack_from("<H", data, 1)
-        fmt = self._format(count)
-        lengths = fmt.unpack_from(data, 1)[1:]
+        (count,) = _count.unpack_from(data, 1)
+        fmt = self.formats.get(count)
+        if fmt is None:
+            fmt = self.layout(count)
+        lengths = fmt.unpack_from(data, 1)
         memo = self.decoded
         if len(memo) >= self.limit:
             memo.clear()
         pos = 1 + fmt.size
-        kind = None
+        n = lengths[1]
+        kind = memo.get(data[pos:pos + n])
+        if kind is None:
+            kind = memo[data[pos:pos + n]] = _loads(data[pos:pos + n])
+        pos += n
         objects = []
-        for n in lengths:
+        for j in range(2, count + 2):
+            n = lengths[j]
             chunk = data[pos:pos + n]
             pos += n
             got = memo.get(chunk)
             if got is None:
-                if kind is None:  # the first chunk: the record's type
-                    got = memo[chunk] = _loads(chunk)
-                else:
-                    got = memo[chunk] = self.decode(chunk)
-                    if len(self.encoded) >= self.limit:
-                        self.encoded.clear()
-                    self.encoded[id(got)] = (got, chunk)  # the part's encoding, should a successor keep it
-            if kind is None:
-                kind = got
-            else:
-                objects.append(got)
+                got = memo[chunk] = self.decode(chunk)
+                if len(self.encoded) >= self.limit:
+                    self.encoded.clear()
+                self.encoded[id(got)] = (got, chunk)  # the part's encoding, should a successor keep it
+            objects.append(got)
         return _tuple_new(kind, objects)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from typing import NamedTuple
 
 from kcm.checkers.bounded import BoundedSystem, load_config
 from kcm.checkers.spark_bfs import _as_fps
@@ -54,6 +55,26 @@ def test_a_state_that_is_not_a_named_tuple_is_pickled_whole_and_memos_start_afre
     assert [codec.decode(codec.encode(s)) for s in states] == states
     parts = len(states[0]) + 1  # a state's parts and its type: what one call adds after starting afresh
     assert len(codec.encoded) <= 3 + parts and len(codec.decoded) <= 3 + parts
+
+
+def test_equal_field_values_of_other_types_or_other_objects_come_back_as_they_were():
+    codec, reader = StateCodec(), StateCodec()
+    values = [Rec(1, (1, 2)), Rec(True, ("a", 2)), Rec(1.0, [1, 2]), Rec(1, (1, 2)), Rec(Rec(1, 2), (1, 2))]
+    back = [reader.decode(codec.encode(v)) for v in values]
+    assert back == values
+    assert [(type(b.flag), type(b.items)) for b in back] == [(type(v.flag), type(v.items)) for v in values]
+    # Equal values met again in a field (other objects, as a step builds them) reuse their bytes.
+    kept = {k: v[1] for k, v in codec.values[Rec][1].items()}
+    again = Rec(1, tuple([1, 2]))
+    assert codec.encode(again) == codec.encode(values[0])
+    assert {k: v[1] for k, v in codec.values[Rec][1].items()} == kept | {(1, 2): codec.encode((1, 2))}
+
+
+class Rec(NamedTuple):
+    """A record with fields of any type, for the codec's tests."""
+
+    flag: object
+    items: object
 
 
 def test_a_process_keeps_one_model_per_search_and_forgets_old_searches():
