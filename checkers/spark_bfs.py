@@ -37,50 +37,39 @@ import sys
 import time
 import uuid
 from collections.abc import Collection, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from kcm.checkers.bfs import Progress, ProgressFn, _eta, checkpoint_meta, restore_counters, should_stop
+from kcm.checkers.bfs import (
+    Progress,
+    ProgressFn,
+    _eta,
+    checkpoint_meta,
+    restore_counters,
+    should_stop,
+    unreached,
+)
 from kcm.checkers.checkpoint import Checkpointer, Snapshot
-from kcm.checkers.collector import no_collections
 from kcm.checkers.spark_checkpoint import NO_PARENT, Links, rows_of
+from kcm.checkers.spark_expand import NAMES, order_key, to_long
 from kcm.checkers.spark_session import DEFAULT_MEMORY, spark_session
 from kcm.checkers.spark_worker import CODEC
-from kcm.checkers.verdicts import Exploration, indexed_successors, state_checks, step_checks
+from kcm.checkers.verdicts import Exploration
 from kcm.checkers.visited import FP, FingerprintSet, replay
 from kcm.model.interface import STATE_KINDS, STEP_KINDS
 from pyspark.accumulators import AccumulatorParam
 
 __all__ = ["DEFAULT_MEMORY", "explore", "spark_session", "LevelTiming"]
 
-TWO63 = 1 << 63
-TWO64 = 1 << 64
 FRONTIER = "fp long, pkey long, aidx int, parent long, state binary"
-NAMES = ["fp", "pkey", "aidx", "parent", "state"]
 VISITED = "fp long, parent long, aidx int"
 COMPACT_EVERY = 4  # levels whose parent links stay views of the levels' own blocks before being copied slim
 # Levels of at most this many states run in the driver: a Spark level costs about 0.3 s of job latency however
 # small it is, and the driver expands about 3,000 states per second (see docs/spark-scale-out.md).
 HOST_BELOW = 2000
-MAX_LINK = (TWO63, 0)  # above every (order key, action position)
 WARM_UP = "kcm-warm-up"  # the job group of the job that starts the Python workers early
 WARM_LEVEL = -(1 << 40)  # the level number of its summaries, which nothing reads
-
-
-def to_long(fp: int) -> int:
-    """The signed 64-bit value with the bits of the unsigned fingerprint `fp` (how Spark stores it)."""
-    return fp - TWO64 if fp >= TWO63 else fp
-
-
-def to_fp(value: int) -> int:
-    """The unsigned fingerprint stored as the long `value`."""
-    return value + TWO64 if value < 0 else value
-
-
-def order_key(value: int) -> int:
-    """A long whose signed order is the unsigned order of the fingerprint stored as `value`."""
-    return value - TWO63 if value >= 0 else value + TWO63
 
 
 @dataclass
@@ -94,19 +83,6 @@ class LevelTiming:
     expand_seconds: float  # the job that ran the Python expansion
     dedupe_seconds: float  # the jobs in the JVM: reduce, anti-join, visited update, counts
     where: str = "spark"  # "driver" for a level expanded in the driver
-
-
-@dataclass
-class _Witnesses:
-    """The least witness per property seen so far in one expansion: key -> (order tuple, payload)."""
-
-    best: dict[str, tuple[tuple[int, int], list[int]]] = field(default_factory=dict)
-
-    def offer(self, name: str, order: tuple[int, int], payload: list[int]) -> None:
-        """Keep this witness of `name` if it comes before the one kept."""
-        old = self.best.get(name)
-        if old is None or order < old[0]:
-            self.best[name] = (order, payload)
 
 
 class _Summaries(AccumulatorParam):
@@ -126,79 +102,25 @@ class _Summaries(AccumulatorParam):
         return a
 
 
-def expander(model: Any, level: int, sink: Any, successors: bool = True, search: str = "") -> Any:
-    """The function mapInArrow runs on the frontier: checks and (unless `successors` is off) expands each state.
+def expander(model: Any, level: int, sink: Any, successors: bool = True, search: str = "",
+             reached: Collection[str] = ()) -> Any:
+    """The function mapInArrow runs on the frontier: `spark_expand.expansion` of the task's batches.
 
-    It sends each distinct successor of a batch once, with its least (parent order key, action position), and
-    again in a later batch of the task only with a lesser one; it adds the partition's summary (counters,
-    properties reached, least witnesses) to the accumulator `sink`.
-    `search` names the search, so that a Python worker expands with the model it kept from the search's earlier
-    tasks (memos warm) instead of the fresh copy each task unpickles.
+    It checks and (unless `successors` is off) expands each state, sends its successors and adds the partition's
+    summary to the accumulator `sink`; `search` names the search whose kept model the workers expand with. Goals
+    already `reached` are not judged again (as in the local engine: judging them changes nothing).
     """
-    state_props = [p for p in model.properties() if p.expectation in STATE_KINDS]
-    step_props = [p for p in model.properties() if p.expectation in STEP_KINDS]
+    state_props = unreached([p for p in model.properties() if p.expectation in STATE_KINDS], reached)
+    step_props = unreached([p for p in model.properties() if p.expectation in STEP_KINDS], reached)
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow as pa
-        from kcm.checkers import spark_worker  # the process's own (a global would travel with the closure)
+        from kcm.checkers import spark_expand  # the process's own (a global would travel with the closure)
         from pyspark import TaskContext
 
         task = TaskContext.get()  # None in the driver, which expands the small levels itself
         part = task.partitionId() if task is not None else 0
-        kept = spark_worker.kept_model(search, model) if search else model
-        fingerprint = kept.fingerprint
-        transitions = expanded = 0
-        reached: set[str] = set()  # by the states themselves
-        reached_step: set[str] = set()  # by their transitions
-        state_bad, step_bad = _Witnesses(), _Witnesses()
-        sent: dict[int, tuple[int, int]] = {}  # successor long -> the least link this task has sent for it
-        decode, encode = spark_worker.CODEC.decode, spark_worker.CODEC.encode
-        # States form no reference cycles: the collector's scans of the batch's allocations would find nothing.
-        # What is left afterwards (the model's memos, the codec's, the driver's rows) is frozen, so that no later
-        # scan walks it again (the driver unfreezes it when the search ends).
-        with no_collections():
-            for batch in batches:
-                fps = batch.column(0).to_pylist()
-                pkeys = batch.column(1).to_pylist()
-                aidxs = batch.column(2).to_pylist()
-                blobs = batch.column(4).to_pylist()
-                out: dict[int, tuple[int, int, int, Any]] = {}  # successor long -> (pkey, aidx, parent, state)
-                for fp, pkey, aidx, blob in zip(fps, pkeys, aidxs, blobs, strict=True):
-                    expanded += 1
-                    state = decode(blob)
-                    bad, hit = state_checks(kept, state, state_props)
-                    reached.update(hit)
-                    for name in bad:
-                        state_bad.offer(name, (pkey, aidx), [fp])
-                    if not successors:
-                        continue
-                    key = order_key(fp)
-                    for i, action, nxt, effects in indexed_successors(kept, state):
-                        transitions += 1
-                        bad, hit = step_checks(kept, state, action, nxt, effects, step_props)
-                        reached_step.update(hit)
-                        for name in bad:
-                            step_bad.offer(name, (key, i), [fp, i])
-                        nfp = to_long(fingerprint(nxt))
-                        old = out.get(nfp)
-                        if old is None or (key, i) < (old[0], old[1]):
-                            out[nfp] = (key, i, fp, nxt)
-                # A successor this task sent before with a lesser link loses to it in the JVM's reduction anyway.
-                for nfp in [nfp for nfp, row in out.items() if sent.get(nfp, MAX_LINK) <= (row[0], row[1])]:
-                    del out[nfp]
-                if out:
-                    sent.update((nfp, (row[0], row[1])) for nfp, row in out.items())
-                    rows = list(out.values())
-                    yield pa.RecordBatch.from_arrays([
-                        pa.array(list(out), pa.int64()), pa.array([r[0] for r in rows], pa.int64()),
-                        pa.array([r[1] for r in rows], pa.int32()), pa.array([r[2] for r in rows], pa.int64()),
-                        pa.array([encode(r[3]) for r in rows], pa.binary())], names=NAMES)
-            gc.freeze()
-        summary = {"transitions": transitions, "expanded": expanded, "reached": sorted(reached),
-                   "reached_step": sorted(reached_step),
-                   "state_bad": {n: [list(o), p] for n, (o, p) in state_bad.best.items()},
-                   "step_bad": {n: [list(o), p] for n, (o, p) in step_bad.best.items()}}
-        sink.add({(level, part): json.dumps(summary)})
+        yield from spark_expand.expansion(model, level, part, sink, successors, search, state_props, step_props,
+                                          batches)
 
     return run
 
@@ -260,7 +182,8 @@ class _Search:
 
     def expand(self, frontier: Any, level: int, successors: bool = True) -> Any:
         """The level's successors (not yet deduplicated), as a lazy DataFrame."""
-        return frontier.mapInArrow(expander(self.model, level, self.sink, successors, self.search), FRONTIER)
+        return frontier.mapInArrow(expander(self.model, level, self.sink, successors, self.search,
+                                            self.found.reached), FRONTIER)
 
     def visited(self) -> Any | None:
         """The JVM's part of the visited set as one DataFrame (None while it holds nothing)."""
@@ -357,7 +280,7 @@ class _Search:
             pa.array(cols[0], pa.int64()), pa.array(cols[1], pa.int64()), pa.array(cols[2], pa.int32()),
             pa.array(cols[3], pa.int64()), pa.array(cols[4], pa.binary())], names=NAMES)
         best: dict[int, tuple] = {}
-        for out in expander(self.model, level, self.host_sink, successors)(iter([batch])):
+        for out in expander(self.model, level, self.host_sink, successors, reached=self.found.reached)(iter([batch])):
             for row in zip(*(c.to_pylist() for c in out.columns), strict=True):
                 old = best.get(row[0])
                 if old is None or (row[1], row[2]) < (old[1], old[2]):

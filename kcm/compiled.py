@@ -28,7 +28,7 @@ PACKAGES = {"kcm.model": "model", "kcm.reference": "reference", "kcm.properties"
             "kcm.checkers": "checkers"}
 # Packages compiled only in part: of checkers/, the explorers' hot path (the level loop, the bounded system, the
 # checks and the visited set); the rest is I/O, Spark, Z3 and test tooling, where compiling gains nothing.
-ONLY = {"kcm.checkers": ("bfs", "bounded", "spark_worker", "verdicts", "visited")}
+ONLY = {"kcm.checkers": ("bfs", "bounded", "spark_expand", "spark_worker", "verdicts", "visited")}
 # The kcm modules a `.pxd` cimports (`from kcm.model.txn cimport Txn`, `cimport kcm.model.txn`).
 _CIMPORT = re.compile(r"^[ \t]*(?:from[ \t]+(kcm(?:\.\w+)+)[ \t]+cimport\b|cimport[ \t]+(kcm(?:\.\w+)+))", re.M)
 

@@ -245,7 +245,7 @@ def test_a_spark_error_is_told_by_its_python_exception_line():
 
 
 def test_fingerprints_keep_their_unsigned_order_as_spark_longs():
-    from kcm.checkers.spark_bfs import order_key, to_fp, to_long
+    from kcm.checkers.spark_expand import order_key, to_fp, to_long
 
     fps = [0, 1, (1 << 63) - 1, 1 << 63, (1 << 63) + 5, (1 << 64) - 1]
     longs = [to_long(fp) for fp in fps]
