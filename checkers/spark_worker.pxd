@@ -13,9 +13,10 @@ cdef class StateCodec:
     cdef public dict formats
     cdef public dict values
 
-    @cython.locals(memo=dict, fields=list, chunks=list, known=dict, i=Py_ssize_t, got=tuple, data=tuple)
+    @cython.locals(memo=dict, fields=list, chunks=list, known=dict, i=Py_ssize_t, got=tuple, lengths=list, wide=bint,
+                   n=Py_ssize_t, longest=Py_ssize_t)
     cpdef bytes encode(self, object state)
     @cython.locals(memo=dict, objects=list, pos=Py_ssize_t, n=Py_ssize_t, j=Py_ssize_t, count=Py_ssize_t,
-                   lengths=tuple)
+                   lengths=tuple, wide=bint)
     cpdef object decode(self, bytes data)
 

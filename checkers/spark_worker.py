@@ -30,13 +30,15 @@ from typing import Any
 
 PROTOCOL = 5
 WHOLE = b"\x00"  # the state pickled whole
-PARTS = b"\x01"  # count, lengths (type, then each field), the type's pickle, each field's encoding
+PARTS = b"\x01"  # count, lengths (type, then each field) as 16 bits, the type's pickle, each field's encoding
+WIDE = b"\x02"  # the same with 32-bit lengths, for a record with a part of 64 KiB or more
 LIMIT = 1 << 17  # entries per memo before it starts afresh (each entry holds a part and its bytes)
 
 _dumps = pickle.dumps
 _loads = pickle.loads
 _tuple_new = tuple.__new__  # a record from its fields, without the NamedTuple's Python-level __new__
 _count = struct.Struct("<H")
+FRAME = b"\x95"  # pickle's FRAME opcode, which follows the protocol header of a pickle of 4 bytes or more
 MISSING = object()
 
 
@@ -48,24 +50,23 @@ class StateCodec:
         self.encoded: dict[int, tuple[Any, bytes]] = {}  # id(part) -> (the part, kept alive; its encoding)
         self.decoded: dict[bytes, Any] = {}  # a part's encoding -> the one object made of it in this process
         self.types: dict[type, bytes | None] = {}  # a record type's pickle; None: not a record
-        self.formats: dict[int, struct.Struct] = {}
+        self.formats: dict[int, struct.Struct] = {}  # 2 * count + wide -> the header layout
         # A record type -> per field, the bytes of each value met there that is not a record: value -> (its type,
         # its bytes). Keyed by field, as the model's part fingerprints are, so only values of one field meet.
         self.values: dict[type, list[dict[Any, tuple[type, bytes]]]] = {}
 
-    def layout(self, count: int) -> struct.Struct:
+    def layout(self, count: int, wide: bool) -> struct.Struct:
         """The header layout of a record of `count` fields: the count, then the lengths of the type and fields."""
-        fmt = self.formats.get(count)
+        fmt = self.formats.get(2 * count + wide)
         if fmt is None:
-            fmt = self.formats[count] = struct.Struct(f"<H{count + 1}I")
+            fmt = self.formats[2 * count + wide] = struct.Struct(f"<H{count + 1}{'I' if wide else 'H'}")
         return fmt
 
     def head(self, kind: type) -> bytes | None:
         """The pickle of a record type (a NamedTuple), or None for any other type."""
         got = self.types.get(kind, MISSING)
         if got is MISSING:
-            got = self.types[kind] = _dumps(kind, PROTOCOL) if issubclass(kind, tuple) and hasattr(
-                kind, "_make") else None
+            got = self.types[kind] = pickled(kind)[1:] if issubclass(kind, tuple) and hasattr(kind, "_make") else None
         return got
 
     def encode(self, state: Any) -> bytes:
@@ -79,7 +80,7 @@ class StateCodec:
         if head is MISSING:
             head = self.head(kind)
         if head is None:
-            return WHOLE + _dumps(state, PROTOCOL)
+            return pickled(state)
         memo = self.encoded
         if len(memo) >= self.limit:
             memo.clear()
@@ -87,6 +88,8 @@ class StateCodec:
         if fields is None:
             fields = self.values[kind] = [{} for _ in state]
         chunks = [b"", head]
+        lengths = [len(head)]
+        longest = 0
         i = 0
         for part in state:
             got = memo.get(id(part))
@@ -102,23 +105,29 @@ class StateCodec:
                     try:
                         data = known.get(part)
                     except TypeError:  # an unhashable value (never in a model state): pickled each time
-                        data = (sort, WHOLE + _dumps(part, PROTOCOL))
+                        data = (sort, pickled(part))
                     # Equal values of one field pickle alike in a model's states, which the part fingerprints
                     # rely on too (tests/test_fingerprint.py checks it on explored states); a value's own type
                     # is checked all the same (1 == True), as it costs nothing.
                     if data is None or data[0] is not sort:
                         if len(known) >= self.limit:
                             known.clear()
-                        data = known[part] = (sort, WHOLE + _dumps(part, PROTOCOL))
+                        data = known[part] = (sort, pickled(part))
                     got = memo[id(part)] = (part, data[1])
                 else:
                     got = memo[id(part)] = (part, self.encode(part))
-            chunks.append(got[1])
+            chunk = got[1]
+            chunks.append(chunk)
+            n = len(chunk)
+            lengths.append(n)
+            if n > longest:
+                longest = n
             i += 1
-        fmt = self.formats.get(i)
+        wide = longest > 0xFFFF or lengths[0] > 0xFFFF
+        fmt = self.formats.get(2 * i + wide)
         if fmt is None:
-            fmt = self.layout(i)
-        chunks[0] = PARTS + fmt.pack(i, *[len(c) for c in chunks[1:]])
+            fmt = self.layout(i, wide)
+        chunks[0] = (WIDE if wide else PARTS) + fmt.pack(i, *lengths)
         return b"".join(chunks)
 
     def decode(self, data: bytes) -> Any:
@@ -126,9 +135,10 @@ class StateCodec:
         if data[:1] == WHOLE:
             return _loads(data[1:])
         (count,) = _count.unpack_from(data, 1)
-        fmt = self.formats.get(count)
+        wide = data[:1] == WIDE
+        fmt = self.formats.get(2 * count + wide)
         if fmt is None:
-            fmt = self.layout(count)
+            fmt = self.layout(count, wide)
         lengths = fmt.unpack_from(data, 1)
         memo = self.decoded
         if len(memo) >= self.limit:
@@ -157,6 +167,15 @@ class StateCodec:
 CODEC = StateCodec()  # one per process: the Python workers are reused across tasks, so the memos stay warm
 KEPT_MODELS = 2  # searches whose model a process keeps (one search at a time, plus the one before)
 _models: dict[str, Any] = {}
+
+
+def pickled(value: Any) -> bytes:
+    """WHOLE and the pickle of `value` without its protocol and frame headers (loads needs neither).
+
+    A state has a few dozen small fields, each pickled apart: those 11 bytes were about a third of its encoding.
+    """
+    data = _dumps(value, PROTOCOL)
+    return WHOLE + (data[11:] if data[2:3] == FRAME else data[2:])
 
 
 def kept_model(search: str, model: Any) -> Any:

@@ -64,6 +64,8 @@ def test_equal_field_values_of_other_types_or_other_objects_come_back_as_they_we
     assert back == values
     assert [(type(b.flag), type(b.items)) for b in back] == [(type(v.flag), type(v.items)) for v in values]
     # Equal values met again in a field (other objects, as a step builds them) reuse their bytes.
+    big = Rec("x" * 70_000, (1, 2))  # a part of 64 KiB or more: the record's lengths take 32 bits
+    assert reader.decode(codec.encode(big)) == big and codec.encode(big)[:1] != codec.encode(values[0])[:1]
     kept = {k: v[1] for k, v in codec.values[Rec][1].items()}
     again = Rec(1, tuple([1, 2]))
     assert codec.encode(again) == codec.encode(values[0])
