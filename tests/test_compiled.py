@@ -25,12 +25,49 @@ print(json.dumps({"runs": out, "compiled": compiled_modules()}))
 """
 
 
-def _probe(pure: bool, *configs: str) -> dict:
+# The Spark engine's hot path (its codec and its expansion) run as the driver runs a small level, no Spark needed:
+# five levels of a config, each successor row, its decoded state's fingerprint, and the summaries.
+SPARK_PROBE = """
+import json, sys
+import pyarrow as pa
+from kcm.checkers import spark_bfs
+from kcm.checkers.spark_expand import NAMES, order_key, to_long
+from kcm.checkers.spark_worker import CODEC
+from kcm.compiled import compiled_modules
+from kcm.checkers.bounded import BoundedSystem, load_config
+model = BoundedSystem(load_config(sys.argv[1]))
+class Sink:
+    value = {}
+    def add(self, item):
+        self.value.update(item)
+sink, seen, levels = Sink(), set(), []
+frontier = []
+for i, s in enumerate(model.init_states()):
+    fp = to_long(model.fingerprint(s))
+    if fp not in seen:
+        seen.add(fp)
+        frontier.append((fp, order_key(fp), i, -1, CODEC.encode(s)))
+for level in range(5):
+    cols = list(zip(*frontier))
+    batch = pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(cols, (pa.int64(), pa.int64(), pa.int32(),
+                                        pa.int64(), pa.binary()))], names=NAMES)
+    rows = []
+    for out in spark_bfs.expander(model, level, sink, True, "probe")(iter([batch])):
+        rows += list(zip(*(c.to_pylist() for c in out.columns)))
+    levels.append(sorted([r[0], r[1], r[2], r[3], to_long(model.fingerprint(CODEC.decode(r[4])))] for r in rows))
+    frontier = sorted((r for r in rows if r[0] not in seen), key=lambda r: r[1:3])
+    seen.update(r[0] for r in frontier)
+print(json.dumps({"levels": levels, "summaries": sorted(map(str, sink.value.items())),
+                  "compiled": compiled_modules()}))
+"""
+
+
+def _probe(pure: bool, *configs: str, probe: str = PROBE) -> dict:
     env = dict(os.environ)
     env.pop("KCM_PURE", None)
     if pure:
         env["KCM_PURE"] = "1"
-    done = subprocess.run([sys.executable, "-c", PROBE, *configs], capture_output=True, text=True, env=env,
+    done = subprocess.run([sys.executable, "-c", probe, *configs], capture_output=True, text=True, env=env,
                           timeout=600)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
@@ -44,6 +81,17 @@ def test_the_compiled_build_explores_exactly_as_the_source():
     assert {"kcm.reference.api", "kcm.model.txn", "kcm.checkers.bfs", "kcm.checkers.bounded",
             "kcm.properties.reads"} <= set(fast["compiled"])
     assert fast["runs"] == pure["runs"]
+
+
+@pytest.mark.skipif(not compiled.MANIFEST.is_file(), reason="no compiled build (KCM_COMPILED=1 bash ci/setup.sh)")
+def test_the_compiled_spark_codec_and_expansion_send_exactly_what_the_source_sends():
+    pure = _probe(True, "controller", probe=SPARK_PROBE)
+    fast = _probe(False, "controller", probe=SPARK_PROBE)
+    assert pure["compiled"] == []
+    assert {"kcm.checkers.spark_expand", "kcm.checkers.spark_worker"} <= set(fast["compiled"])
+    assert fast["levels"] == pure["levels"] and fast["summaries"] == pure["summaries"]
+    assert all(row[0] == row[4] for level in pure["levels"] for row in level)  # each state decodes to itself
+    assert sum(map(len, pure["levels"])) > 1000
 
 
 def test_a_module_edited_since_the_build_or_missing_its_binary_loads_from_source(tmp_path):
