@@ -12,7 +12,11 @@ successor pickles only the parts its step changed, and decoded states share thei
 engine's states do. A decoded part's bytes are remembered for its encoding too, so a successor's encoding
 pickles only what its step changed. A part that is itself a record (the znodes, the controller's context, the
 ghost history) is split the same way, field by field: most steps change one or two fields of the controller's
-context, which pickled whole was the largest part of a successor's encoding (7 of 18 us on `default`).
+context, which pickled whole was the largest part of a successor's encoding (7 of 18 us on `default`). The
+fields a step changed are new objects, but their values recur: a field's bytes are also kept by value (per record
+type and field, as the model's part fingerprints are), so a changed field is pickled only the first time its value
+is met. Each field's pickle goes without pickle's protocol and frame headers, and a record's lengths take 16 bits
+unless a part is 64 KiB or more (`WIDE`).
 
 The bytes never leave the engine (they are not fingerprinted, checkpointed or compared: a state's identity is its
 fingerprint) and only kcm's own processes decode them. A state that is not a NamedTuple is pickled whole.
