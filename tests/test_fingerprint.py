@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from kcm.model.fingerprint import decode, decode_compressed, encode, encode_compressed, fingerprint
 from kcm.model.fmap import freeze
 
+from tests.explored import bfs_states
 from tests.strategies import clusters
 
 
@@ -109,21 +110,10 @@ def test_equal_values_of_a_field_have_the_same_types_in_explored_states():
     # What the memos by value rely on (the part fingerprints here, the Spark codec's bytes of a field): a field
     # never holds 1 in one state and True in another, so equal values pickle alike wherever they were met.
     from kcm.checkers.bounded import BoundedSystem, load_config
-    from kcm.checkers.verdicts import indexed_successors
 
     for config in ("controller", "default", "unclean", "async", "tla-kip320"):
-        model = BoundedSystem(load_config(config))
-        frontier, seen = list(model.init_states()), set()
         shapes: dict[tuple, dict] = {}
-        while frontier and len(seen) < 3000:
-            nxt = []
-            for state in frontier:
-                for path, value in _fields(state):
-                    known = shapes.setdefault(path, {})
-                    assert known.setdefault(value, _shape(value)) == _shape(value), (config, path, value)
-                for _, _, succ, _ in indexed_successors(model, state):
-                    fp = model.fingerprint(succ)
-                    if fp not in seen:
-                        seen.add(fp)
-                        nxt.append(succ)
-            frontier = nxt
+        for state in bfs_states(BoundedSystem(load_config(config)), levels=6):
+            for path, value in _fields(state):
+                known = shapes.setdefault(path, {})
+                assert known.setdefault(value, _shape(value)) == _shape(value), (config, path, value)

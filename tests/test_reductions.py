@@ -32,6 +32,8 @@ from kcm.model import actions as A
 from kcm.model.interface import EVENTUALLY
 from kcm.reference import api
 
+from tests.explored import bfs_states
+
 # Small asynchronous configs whose unreduced space is explored whole in a few seconds.
 SESSION_EXPIRY = {"name": "session-expiry", "brokers": [0, 1], "delivery": "async", "truncation": "kip279",
                   "topics": {"t": {"0": [1, 0]}}, "families": ["data_plane", "preferred", "session_expiry"],
@@ -56,24 +58,6 @@ def reduced(cfg: dict[str, Any]) -> dict[str, Any]:
     return dict(copy.deepcopy(cfg), reductions=["ignored_requests"])
 
 
-def reachable(model: BoundedSystem) -> list[Any]:
-    """Every state the model reaches inside its boundary (breadth first)."""
-    seen = {}
-    frontier = list(model.init_states())
-    for s in frontier:
-        seen[model.fingerprint(s)] = s
-    while frontier:
-        nxt = []
-        for s in frontier:
-            for _, _, n, _ in indexed_successors(model, s):
-                fp = model.fingerprint(n)
-                if fp not in seen:
-                    seen[fp] = n
-                    nxt.append(n)
-        frontier = nxt
-    return list(seen.values())
-
-
 def ignored_head(model: BoundedSystem, state: Any, action: Any) -> bool:
     """Whether the action delivers a request its broker ignores (the delivery changes nothing but its queue)."""
     if not isinstance(action, A.Deliver):
@@ -92,7 +76,7 @@ def test_folding_keeps_violations_and_commutes_with_every_other_step(cfg: dict[s
       and the same step verdicts."""
     plain, folding = BoundedSystem(cfg), BoundedSystem(reduced(cfg))
     props = [p for p in all_properties() if p.expectation != EVENTUALLY]
-    states = reachable(plain)
+    states = bfs_states(plain)
     folded_somewhere = 0
     for u in states:
         v = folding.deliver_ignored(u)

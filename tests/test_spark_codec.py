@@ -8,25 +8,14 @@ from typing import NamedTuple
 from kcm.checkers.bounded import BoundedSystem, load_config
 from kcm.checkers.spark_bfs import _as_fps
 from kcm.checkers.spark_worker import StateCodec, kept_model
-from kcm.checkers.verdicts import indexed_successors
 from kcm.checkers.visited import FingerprintSet
+
+from tests.explored import bfs_states
 
 
 def _states(config: str, levels: int) -> list:
     """The states of the first `levels` BFS levels of a config, parents before their successors."""
-    model = BoundedSystem(load_config(config))
-    frontier, seen, out = list(model.init_states()), set(), []
-    for _ in range(levels):
-        nxt = []
-        for state in frontier:
-            out.append(state)
-            for _, _, succ, _ in indexed_successors(model, state):
-                fp = model.fingerprint(succ)
-                if fp not in seen:
-                    seen.add(fp)
-                    nxt.append(succ)
-        frontier = nxt
-    return out
+    return bfs_states(BoundedSystem(load_config(config)), levels)
 
 
 def test_states_come_back_equal_and_of_their_type_and_share_their_equal_parts():
