@@ -92,7 +92,7 @@ def expansion(model: Any, level: int, part: int, sink: Any, successors: bool, se
                     state_bad.offer(name, (pkey, aidx), [fp])
                 if not successors:
                     continue
-                key = fp - TWO63 if fp >= 0 else fp + TWO63  # order_key(fp), inline on this path
+                key = order_key(fp)
                 for i, action, nxt, effects in indexed_successors(kept, state):
                     transitions += 1
                     bad, hit = step_checks(kept, state, action, nxt, effects, step_props)
@@ -101,9 +101,7 @@ def expansion(model: Any, level: int, part: int, sink: Any, successors: bool, se
                         step_props = unreached(step_props, reached_step)
                     for name in bad:
                         step_bad.offer(name, (key, i), [fp, i])
-                    nfp = fingerprint(nxt)
-                    if nfp >= TWO63:  # to_long(nfp), inline
-                        nfp -= TWO64
+                    nfp = to_long(fingerprint(nxt))
                     old = out.get(nfp)
                     if old is None or key < old[0] or key == old[0] and i < old[1]:
                         out[nfp] = (key, i, fp, nxt)

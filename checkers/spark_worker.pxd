@@ -13,6 +13,7 @@ cdef class StateCodec:
     cdef public dict formats
     cdef public dict values
 
+    cpdef object head(self, type kind)
     @cython.locals(memo=dict, fields=list, chunks=list, known=dict, i=Py_ssize_t, got=tuple, lengths=list, wide=bint,
                    n=Py_ssize_t, longest=Py_ssize_t)
     cpdef bytes encode(self, object state)

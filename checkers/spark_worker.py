@@ -80,9 +80,7 @@ class StateCodec:
         changes one field of it re-encodes that field only.
         """
         kind = type(state)
-        head = self.types.get(kind, MISSING)
-        if head is MISSING:
-            head = self.head(kind)
+        head = self.head(kind)
         if head is None:
             return pickled(state)
         memo = self.encoded
@@ -99,10 +97,7 @@ class StateCodec:
             got = memo.get(id(part))
             if got is None or got[0] is not part:
                 sort = type(part)
-                sub = self.types.get(sort, MISSING)
-                if sub is MISSING:
-                    sub = self.head(sort)
-                if sub is None:
+                if self.head(sort) is None:
                     # A field that is not a record: its bytes by value. A step builds new objects for the fields
                     # it changes, but their values recur (a few thousand distinct ones per field in a search).
                     known = fields[i]
