@@ -55,12 +55,9 @@ class Snapshot:
 
 def kcm_version() -> str:
     """The installed kcm release (what a checkpoint records and must match on resume)."""
-    from importlib.metadata import PackageNotFoundError, version
+    from kcm import __version__  # the package's own, so a source checkout and any distribution name agree
 
-    try:
-        return version("kcm")
-    except PackageNotFoundError:
-        return "unknown"
+    return __version__
 
 
 def config_identity(cfg: dict[str, Any], reduction: str = "none") -> str:

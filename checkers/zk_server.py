@@ -1,6 +1,6 @@
 """A real ZooKeeper server through kazoo: sessions, znode operations with ZooKeeper's error names, snapshots.
 
-kazoo is imported on first use, so a core install of kcm works without it (`pip install 'kcm[live]'` adds it).
+kazoo is imported on first use, so a core install of kcm works without it (`pip install 'kcm-kafka[live]'` adds it).
 Every failure to reach or keep the server is a `LiveError` with a one-line message; ZooKeeper's refusals of an
 operation (BadVersion, NoNode, ...) are answers, returned by name as `kcm.model.zookeeper` names them.
 """
@@ -12,6 +12,8 @@ import re
 import socket
 import uuid
 from typing import Any
+
+from kcm import DISTRIBUTION
 
 CONNECT_TIMEOUT = 3.0  # seconds: a server that does not answer within this is unreachable
 SESSION_TIMEOUT = 6.0  # seconds: ZooKeeper's session timeout asked for (the server may clamp it)
@@ -43,7 +45,7 @@ def _kazoo() -> Any:
     try:
         from kazoo import client, exceptions
     except ImportError:
-        raise LiveError("the live mode needs kazoo: pip install 'kcm[live]'") from None
+        raise LiveError(f"the live mode needs kazoo: pip install '{DISTRIBUTION}[live]'") from None
     # kazoo logs connection drops at WARNING; the live mode reports them itself, in one line.
     logging.getLogger("kazoo").setLevel(logging.CRITICAL + 1)
     return client, exceptions
@@ -57,7 +59,7 @@ def probe(host: str, port: int, timeout: float = CONNECT_TIMEOUT) -> None:
     except socket.gaierror:
         raise LiveError(f"unknown host {host!r}") from None
     except ConnectionRefusedError:
-        raise LiveError("connection refused (is ZooKeeper running there? bash ci/zookeeper.sh start)") from None
+        raise LiveError("connection refused (is a ZooKeeper server running there?)") from None
     except TimeoutError:
         raise LiveError(f"no answer within {CONNECT_TIMEOUT:g} s (unreachable)") from None
     except OSError as err:

@@ -3,6 +3,10 @@
 import os as _os
 
 __version__ = "0.1.0"
+# The name on PyPI (`pip install kcm-kafka`); `kcm` there is an unrelated project. The import package and the
+# command stay `kcm`.
+DISTRIBUTION = "kcm-kafka"
+PROJECT_URL = f"https://pypi.org/project/{DISTRIBUTION}/"
 
 # kcm uses numpy for sorting and arrays, never for linear algebra; numpy's OpenBLAS would otherwise start a thread
 # per extra core at import that spins for about 60 ms of CPU in every kcm process. Set before numpy is imported

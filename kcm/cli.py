@@ -11,7 +11,7 @@ import importlib
 import sys
 from typing import NoReturn
 
-from kcm import __version__
+from kcm import DISTRIBUTION, __version__
 
 # name -> (module under kcm.commands, one-line help). Each module defines add_arguments(parser) and main(args).
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         if extra is None:
             raise
         print(f"kcm {command}: needs {err.name}, which the core install leaves out; install it with "
-              f"pip install 'kcm[{extra}]'", file=sys.stderr)
+              f"pip install '{DISTRIBUTION}[{extra}]'", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0

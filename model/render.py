@@ -65,8 +65,8 @@ def table_svg(rules: RuleSet, machines: tuple[str, ...] = MACHINES) -> str:
     dot = shutil.which("dot")
     if dot is None:
         raise GraphvizMissing(
-            "Graphviz's `dot` is not installed: run `bash ci/setup.sh` (installs the Debian package "
-            "graphviz) or `apt-get install graphviz`; `--format dot` works without it"
+            "Graphviz's `dot` is not installed: install Graphviz (Debian and Ubuntu: apt-get install graphviz; "
+            "macOS: brew install graphviz); `--format dot` works without it"
         )
     done = subprocess.run([dot, "-Tsvg"], input=table_dot(rules, machines), capture_output=True, text=True,
                           check=True)

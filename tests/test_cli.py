@@ -35,10 +35,10 @@ def _without(module: str, argv: list[str]) -> subprocess.CompletedProcess:
 
 def test_a_command_whose_extra_is_missing_names_the_extra_and_others_still_run():
     prove = _without("z3", ["prove"])
-    assert prove.returncode == 2 and "pip install 'kcm[prove]'" in prove.stderr
+    assert prove.returncode == 2 and "pip install 'kcm-kafka[prove]'" in prove.stderr
     assert len(prove.stderr.strip().splitlines()) == 1 and "Traceback" not in prove.stderr
     explore = _without("numpy", ["explore", "--config", "tiny"])
-    assert explore.returncode == 2 and "pip install 'kcm[explore]'" in explore.stderr
+    assert explore.returncode == 2 and "pip install 'kcm-kafka[explore]'" in explore.stderr
     run = _without("numpy", ["run", str(SCENARIO)])
     assert run.returncode == 0, run.stderr
     table = _without("z3", ["table", "--rules", "kafka"])

@@ -50,7 +50,7 @@ def wheel(tmp_path_factory):
             (shutil.copytree(item, src / item.name, ignore=ignore) if item.is_dir() else shutil.copy(item, src))
     out = tmp_path_factory.mktemp("dist")
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(src)], check=True)
-    (found,) = out.glob("kcm-*.whl")
+    (found,) = out.glob("kcm_kafka-*.whl")
     return found
 
 
@@ -141,7 +141,7 @@ def test_the_core_install_runs_the_oracle_and_plugin_under_100_mb(wheel, tmp_pat
     cov = _run(bindir, tmp_path, "coverage")
     assert cov.returncode == 0 and "coverage, rules kafka" in cov.stdout, cov.stderr
     missing = _run(bindir, tmp_path, "prove")
-    assert missing.returncode == 2 and "pip install 'kcm[prove]'" in missing.stderr
+    assert missing.returncode == 2 and "pip install 'kcm-kafka[prove]'" in missing.stderr
     suite = tmp_path / "suite"
     suite.mkdir()
     (suite / "test_oracle.py").write_text(
@@ -152,3 +152,19 @@ def test_the_core_install_runs_the_oracle_and_plugin_under_100_mb(wheel, tmp_pat
     done = subprocess.run([str(bindir / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", str(suite)],
                           capture_output=True, text=True, cwd=suite)
     assert done.returncode == 1 and "1 failed, 1 passed" in done.stdout, done.stdout
+
+
+def test_the_distribution_name_is_ours_wherever_users_read_it():
+    """`kcm` on PyPI is an unrelated project: pyproject, the install docs, the README and every message name ours."""
+    from kcm import DISTRIBUTION
+
+    assert _config()["project"]["name"] == DISTRIBUTION != "kcm"
+    install = (ROOT / "docs" / "install.md").read_text()
+    assert f"`pip install {DISTRIBUTION}` (core)" in install and f"pip install '{DISTRIBUTION}[all]'" in install
+    assert f"pip install '{DISTRIBUTION}[all]'" in (ROOT / "README.md").read_text()
+    texts = [*ROOT.glob("*.md"), *(ROOT / "docs").glob("*.md"),
+             *(p for d in ("kcm", "model", "reference", "properties", "checkers") for p in (ROOT / d).rglob("*.py"))]
+    stale = [str(p.relative_to(ROOT)) for p in texts
+             if any(old in p.read_text(encoding="utf-8") for old in ("pip install kcm ", "pip install kcm`",
+                                                                      "'kcm[", '"kcm['))]
+    assert stale == []

@@ -14,7 +14,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("scenario", help="the scenario file (JSON)")
     p.add_argument("--trace", action="store_true", help="add the per-step log to the result")
     p.add_argument("--zookeeper", metavar="HOST:PORT",
-                   help="live mode: mirror every ZooKeeper effect on this real server (needs kcm[live])")
+                   help="live mode: mirror every ZooKeeper effect on this real server (needs the live extra)")
     p.add_argument("--coverage", action="store_true",
                    help="also print on stderr which table edges, operations and selectors the scenario exercised")
 
