@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable
 from functools import cache
 from importlib import resources
@@ -72,6 +73,69 @@ TRACE_ONLY: dict[str, str] = {
 }
 _RULE_ID = re.compile(r"[A-Z][A-Za-z]+")
 
+# Counters a replay keeps besides the event types (Replay.seen): the means some rules need.
+_AR, _MARKED, _APPLIED = "replicas given", "election marked", "request applied"
+_STATE_CHANGES = ("partition_state_change", "replica_state_change")
+_LIVENESS = (("broker_up", "broker_down"), "no broker_up or broker_down events: which brokers are live is unknown")
+_WRITES = (("leader_and_isr_write",), "no leader_and_isr_write events")
+_LEADERS = (("leader_and_isr_write", "request_sent", "request_received"),
+            "no leader_and_isr_write or LeaderAndIsr request events")
+_RECEIVED = ((_APPLIED,), "no request_received event that a broker applied")
+_DATA = (("produce", "fetch"), "no produce or fetch events")
+# What each rule reads, as (event kinds, one of which must have been seen; why not, when none was).
+_NEEDS: dict[str, list[tuple[tuple[str, ...], str]]] = {
+    "ValidTransition": [(_STATE_CHANGES, "no partition_state_change or replica_state_change events")],
+    "TraceConsistent": [(_STATE_CHANGES + _LIVENESS[0], "no state change or broker_up/broker_down events")],
+    "ControllerEpochMonotone": [(("controller_elected",), "no controller_elected events")],
+    "EpochsWereElected": [(("leader_and_isr_write", "request_sent", "request_received"),
+                           "no leader_and_isr_write or request events carry a controller epoch")],
+    "ZkEpochFencing": [(("controller_elected",), "no controller_elected events: no controller epoch to fence by"),
+                       _WRITES],
+    "LeaderEpochMonotone": [_WRITES],
+    "ZkVersionGrows": [_WRITES],
+    "LeaderInIsrInAr": [_LEADERS, ((_AR, "replica_state_change"),
+                                   "no `replicas` in writes or requests and no replica_state_change events: the "
+                                   "assigned replicas (AR) are unknown, so ISR within AR and leader within AR are not "
+                                   "judged")],
+    "OneLeaderPerEpoch": [_LEADERS],
+    "CleanElection": [_WRITES, (_LIVENESS[0], _LIVENESS[1] + ", so a new leader that is down and an unclean "
+                                "election while ISR members are live are not judged")],
+    "PreferredElectionChoosesPreferred": [((_MARKED,), "no leader_and_isr_write says which election made it "
+                                                      "(`election`): a preferred election is not told apart")],
+    "RequestsCarryWrites": [(("request_sent",), "no request_sent events")],
+    "EpochFencing": [_RECEIVED],
+    "NoBrokerAheadOfZk": [_RECEIVED],
+    "LeaderEpochFencing": [_RECEIVED],
+    "LiveActors": [_LIVENESS],
+    "OnlyLeadersAppend": [(("produce",), "no produce events")],
+    "OffsetsConsistent": [_DATA],
+    "FetchFromLeader": [(("fetch",), "no fetch events")],
+    "HwWithinLeo": [_DATA],
+    "LeaderHwMonotone": [_DATA],
+}
+# Which parts of the replay state each rule reads (for the focused state of a violation).
+_READS_CONTROLLER = {"ControllerEpochMonotone", "ZkEpochFencing", "EpochsWereElected", "NoBrokerAheadOfZk",
+                     "EpochFencing"}
+_READS_LIVENESS = {"LiveActors", "CleanElection"}
+_READS_ZNODE = {"LeaderEpochMonotone", "ZkVersionGrows", "LeaderInIsrInAr", "OneLeaderPerEpoch", "CleanElection",
+                "PreferredElectionChoosesPreferred", "RequestsCarryWrites", "OnlyLeadersAppend", "FetchFromLeader"}
+_READS_BROKER = {"EpochFencing", "LeaderEpochFencing", "NoBrokerAheadOfZk", "OnlyLeadersAppend", "FetchFromLeader",
+                 "LeaderHwMonotone"}
+_READS_LOGS = {"OffsetsConsistent", "HwWithinLeo", "LeaderHwMonotone"}
+_LAI = ("leader", "leader_epoch", "isr", "zk_version", "controller_epoch", "replicas", "election")
+_EVENT_FIELDS: dict[str, tuple[str, ...]] = {
+    "ControllerEpochMonotone": ("broker", "epoch"), "ZkEpochFencing": ("controller_epoch",),
+    "EpochsWereElected": ("controller_epoch",), "NoBrokerAheadOfZk": ("broker", "controller_epoch"),
+    "EpochFencing": ("broker", "controller_epoch"), "LeaderEpochMonotone": _LAI, "ZkVersionGrows": _LAI,
+    "LeaderInIsrInAr": _LAI + ("partitions",), "OneLeaderPerEpoch": _LAI + ("partitions",), "CleanElection": _LAI,
+    "PreferredElectionChoosesPreferred": _LAI, "RequestsCarryWrites": ("partitions",),
+    "LeaderEpochFencing": ("broker", "partitions"), "LiveActors": ("broker", "leader"),
+    "OnlyLeadersAppend": ("broker", "offset", "count", "leo", "hw"),
+    "OffsetsConsistent": ("broker", "offset", "count", "fetch_offset", "leo", "hw", "leader", "leader_leo"),
+    "FetchFromLeader": ("broker", "leader"), "HwWithinLeo": ("broker", "leo", "hw", "leader_leo", "leader_hw"),
+    "LeaderHwMonotone": ("broker", "leo", "hw", "leader_hw"),
+}
+
 
 def rule_id(message: str) -> str:
     """The id a rule message starts with (a catalogue property id or a TRACE_ONLY id)."""
@@ -80,7 +144,11 @@ def rule_id(message: str) -> str:
 
 
 class Verdict(NamedTuple):
-    """Outcome of a replay: ok, or the first violation (line, event, rule broken, state before it)."""
+    """Outcome of a replay: ok, or the first violation (line, event, rule broken, state before it).
+
+    `not_judged` maps each rule id the trace gave no means to judge (up to the verdict) to why: a valid verdict
+    never silently means "judged less". `focus` is the part of the state before the event that the broken rule
+    reads, with the event's own values beside it."""
 
     ok: bool
     line: int = 0
@@ -89,15 +157,29 @@ class Verdict(NamedTuple):
     state_before: dict | None = None
     malformed: bool = False
     events: int = 0  # events judged (lines that held an event)
+    not_judged: dict[str, str] | None = None
+    focus: dict[str, Any] | None = None
+
+    @property
+    def rule_id(self) -> str:
+        """The id of the rule broken ('' when valid or malformed): a catalogue property id or a TRACE_ONLY id."""
+        return "" if self.ok or self.malformed else rule_id(self.rule)
 
     def message(self) -> str:
-        """One human-readable paragraph: 'valid', or the line, the rule, the event and the state before it."""
-        if self.ok:
-            return f"valid ({self.events} events)"
+        """Human-readable lines: 'valid', or the line, the rule, the event and what the rule read before it; then
+        the rules the trace gave no means to judge."""
         if self.malformed:
             return f"line {self.line}: malformed: {self.rule}"
-        return (f"line {self.line}: {self.rule}\nevent: {json.dumps(self.event, sort_keys=True)}\n"
-                f"state before: {json.dumps(self.state_before, sort_keys=True)}")
+        if self.ok:
+            lines = [f"valid ({self.events} events)"]
+        else:
+            lines = [f"line {self.line}: {self.rule}", f"  event: {json.dumps(self.event, sort_keys=True)}",
+                     f"  state before (what {self.rule_id} reads):"]
+            lines += [f"    {k}: {json.dumps(v, sort_keys=True)}" for k, v in (self.focus or {}).items()]
+        if self.not_judged:
+            lines.append(f"  not judged ({len(self.not_judged)} rules):")
+            lines += [f"    {rid}: {why}" for rid, why in sorted(self.not_judged.items())]
+        return "\n".join(lines)
 
     def to_json(self) -> str:
         """The verdict as a JSON document (a string)."""
@@ -106,7 +188,8 @@ class Verdict(NamedTuple):
     def to_dict(self) -> dict[str, Any]:
         """The verdict as JSON-ready data."""
         return {"ok": self.ok, "malformed": self.malformed, "line": self.line or None, "rule": self.rule or None,
-                "event": self.event, "state_before": self.state_before, "events": self.events}
+                "rule_id": self.rule_id or None, "event": self.event, "state_before": self.state_before,
+                "state_focus": self.focus, "events": self.events, "not_judged": dict(self.not_judged or {})}
 
 
 # ---------------------------------------------------------------------------------------------------- schema
@@ -274,6 +357,7 @@ class Replay:
         self.applied_epoch: dict[int, int] = {}  # broker -> newest controller epoch it applied
         self.broker_view: dict[int, dict[str, dict[str, int]]] = {}  # broker -> partition -> leader, leader_epoch
         self.logs: dict[str, dict[str, int]] = {}  # "partition/broker" -> leo, hw, and hw_epoch when leader
+        self.seen: Counter = Counter()  # event type -> how many; and the means some rules need (see not_judged)
 
     # ------------------------------------------------------------------------------------------- reporting
 
@@ -366,7 +450,77 @@ class Replay:
     def apply(self, ev: dict[str, Any]) -> str:
         """Apply one schema-valid event; return the rule it breaks ('' if it is legal, and then only is the
         state changed: every handler checks all its rules before it records anything)."""
-        return getattr(self, "_" + ev["type"])(ev)
+        kind = ev["type"]
+        seen = self.seen
+        seen[kind] += 1
+        if kind == "leader_and_isr_write":
+            if "replicas" in ev:
+                seen[_AR] += 1
+            if "election" in ev:
+                seen[_MARKED] += 1
+        elif kind == "request_received" and ev.get("accepted", True):
+            seen[_APPLIED] += 1
+        elif kind == "request_sent" and ev["request"] == "LeaderAndIsr" and any("replicas" in p
+                                                                                   for p in ev["partitions"]):
+            seen[_AR] += 1
+        return getattr(self, "_" + kind)(ev)
+
+    def not_judged(self) -> dict[str, str]:
+        """Each rule id the events so far gave no means to judge (wholly or in part), with why."""
+        seen = self.seen
+        out: dict[str, str] = {}
+        for rid, needs in _NEEDS.items():
+            missing = [why for what, why in needs if not any(seen[k] for k in what)]
+            if missing:
+                out[rid] = "; ".join(missing)
+        return out
+
+    def focus(self, rid: str, ev: dict[str, Any]) -> dict[str, Any]:
+        """What the rule `rid` read of the state before `ev`: the entries of `snapshot()` it needs, under the same
+        keys and cut to the partitions and brokers of the event, then the event's own values (`event`)."""
+        out: dict[str, Any] = {}
+        part = ev.get("partition")
+        parts = [part] if part else [p["partition"] for p in ev.get("partitions", [])]
+        brokers = [b for b in (ev.get("broker"), ev.get("leader") if ev["type"] == "fetch" else None)
+                   if isinstance(b, int)]
+        if rid in _READS_CONTROLLER or ev["type"] == "controller_elected":
+            out["controller_epoch"], out["controller"] = self.controller_epoch, self.controller
+        if rid in _READS_LIVENESS or ev["type"] in ("broker_up", "broker_down"):
+            out["live_brokers"] = _sorted(b for b, up in self.live.items() if up)
+            out["down_brokers"] = _sorted(b for b, up in self.live.items() if not up)
+        if ev["type"] == "partition_state_change":
+            cur = self.partitions.get(part, PartitionState.NON_EXISTENT)
+            out["partitions"] = {part: cur}
+            out["table_allows"] = {cur: self._allowed("partition", cur)}
+        elif ev["type"] == "replica_state_change":
+            key = f"{part}@{ev['replica']}"
+            cur = self.replicas.get(key, ReplicaState.NON_EXISTENT)
+            out["replicas"] = {key: cur}
+            out["table_allows"] = {cur: self._allowed("replica", cur)}
+        if rid in _READS_ZNODE:
+            out["leader_and_isr"] = {p: self.zk.get(p) for p in parts}
+            ars = {p: _sorted(ar) for p in parts if (ar := self._assigned(p)) is not None}
+            if ars:
+                out["assigned_replicas"] = ars
+            if rid == "OneLeaderPerEpoch":
+                out["epoch_leaders"] = {f"{q} epoch {e}": b for (q, e), b in sorted(self.epoch_leader.items())
+                                        if q in parts}
+        if rid in _READS_BROKER:
+            out["broker_controller_epochs"] = {str(b): self.applied_epoch.get(b) for b in brokers}
+            out["broker_partitions"] = {str(b): {p: v for p, v in self.broker_view.get(b, {}).items() if p in parts}
+                                        for b in brokers}
+        if rid in _READS_LOGS:
+            out["logs"] = {f"{p}@{b}": {f: v for f, v in self.logs[f"{p}@{b}"].items() if f != "hw_epoch"}
+                           for p in parts for b in brokers if f"{p}@{b}" in self.logs}
+        event_side = {k: ev[k] for k in _EVENT_FIELDS.get(rid, ()) if k in ev}
+        if event_side:
+            out["event"] = event_side
+        return out
+
+    def _allowed(self, machine: str, state: str) -> list[str]:
+        """The states the rule set's table allows a move to from `state`."""
+        moves = self.rules.partition if machine == "partition" else self.rules.replica
+        return sorted(to for to, froms in moves.items() if state in froms)
 
     def _controller_elected(self, ev: dict[str, Any]) -> str:
         epoch, broker = ev["epoch"], ev["broker"]
@@ -604,7 +758,9 @@ class TraceChecker:
             return self.failure
         broken = self.replay.apply(ev)
         if broken:  # an event that breaks a rule changed nothing, so this is the state before it
-            self.failure = Verdict(False, self.line, ev, broken, self.replay.snapshot(), events=self.events)
+            replay = self.replay
+            self.failure = Verdict(False, self.line, ev, broken, replay.snapshot(), events=self.events,
+                                   not_judged=replay.not_judged(), focus=replay.focus(rule_id(broken), ev))
             return self.failure
         self.events += 1
         return None
@@ -615,7 +771,7 @@ class TraceChecker:
 
     def verdict(self) -> Verdict:
         """The verdict on everything fed so far."""
-        return self.failure or Verdict(True, events=self.events)
+        return self.failure or Verdict(True, events=self.events, not_judged=self.replay.not_judged())
 
 
 def check_lines(lines: Iterable[str], rules: RuleSet) -> Verdict:

@@ -27,6 +27,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "prove": ("prove", "prove the safety invariants inductive with Z3 (or --bmc K: bounded model checking)"),
     "report": ("report", "write one self-contained HTML report of a counterexample, its diff and the coverage"),
     "run": ("run", "run a JSON scenario through the reference controller and print the result document"),
+    "suite": ("suite", "generate the smallest set of shortest scenarios covering a config's reachable table edges, "
+                       "operations, selectors, goals and violations"),
     "table": ("table", "print the partition and replica transition tables of a rule set"),
 }
 
