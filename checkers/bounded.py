@@ -76,15 +76,19 @@ def _config_validator() -> Any:
 _CONFIG_VALIDATOR: Any = None
 
 
+def config_file(name_or_path: str) -> Path:
+    """The file a config argument stands for: a path as given, else the shipped specs/configs/NAME.json."""
+    path = Path(name_or_path)
+    if path.suffix == ".json" or path.exists() or not name_or_path:
+        return path
+    return Path(str(resources.files("kcm.specs").joinpath("configs", f"{name_or_path}.json")))
+
+
 def load_config(name_or_path: str) -> dict[str, Any]:
     """A config from a file path, or by name from specs/configs/; BadConfig (naming the file) if missing or
     malformed."""
-    path = Path(name_or_path)
     try:
-        if path.suffix == ".json" or path.exists() or not name_or_path:
-            raw = strictjson.read_bounded(path, MAX_CONFIG_BYTES)
-        else:
-            raw = resources.files("kcm.specs").joinpath("configs", f"{name_or_path}.json").read_bytes()
+        raw = strictjson.read_bounded(config_file(name_or_path), MAX_CONFIG_BYTES)
     except strictjson.InputError as err:
         raise BadConfig(f"{name_or_path}: {err}") from None
     except OSError as err:

@@ -25,9 +25,13 @@ from kcm.checkers.ci_formats import Case
 from kcm.model import strictjson
 from kcm.model.tables import DEFAULT_RULES, RULE_SETS, rule_set
 
+from kcm import DISTRIBUTION
+
 DEFAULT_BROKERS = 5  # the cluster size `kcm prove` proves for when not told otherwise
 DEFAULT_CONFIG = "tiny"
 STAGES = ("scenarios", "prove", "explore", "traces")
+# The stages that need an extra: stage -> (the module the core install leaves out, the extra that brings it).
+STAGE_NEEDS = {"prove": ("z3", "prove"), "explore": ("numpy", "explore")}
 MANIFEST = "manifest.json"
 MAX_MANIFEST_BYTES = 1 << 20
 VALID, VIOLATION, MALFORMED = "valid", "violation", "malformed"
@@ -98,7 +102,9 @@ class GateReport:
         lines += [f"  {s.name:10} {s.status:8} {s.seconds:6.1f} s  {s.summary}" for s in self.stages]
         bad = self.failed()
         if bad is None:
-            lines.append(f"gate passed in {self.seconds:.1f} s" if self.ok else "gate ran no stage")
+            unrun = [s.name for s in self.stages if s.status == SKIPPED and s.summary.startswith("not run")]
+            note = f" ({', '.join(unrun)} not run: see above)" if unrun else ""
+            lines.append(f"gate passed in {self.seconds:.1f} s{note}" if self.ok else "gate ran no stage")
             return "\n".join(lines)
         for s in self.stages:
             for c in s.failures():
@@ -138,7 +144,8 @@ def scenario_stage(folder: Path) -> Stage:
         case = Case("scenarios", name, file=str(path))
         t0 = time.perf_counter()
         try:
-            outcome = run(read_file(path))
+            doc = read_file(path)
+            outcome = run(doc)
         except InvalidScenario as err:
             _fail_case(stage, case, f"invalid scenario: {err}", {"scenario": name}, "invalid-scenario")
             continue
@@ -148,12 +155,17 @@ def scenario_stage(folder: Path) -> Stage:
         finally:
             case.seconds = time.perf_counter() - t0
         if outcome.mismatches:
+            # A missed expect_violation is a finding about that property; other mismatches about the file's own
+            # expectations.
+            wanted = doc.get("expect_violation") if isinstance(doc, dict) else None
+            rule = (wanted["property"] if wanted and outcome.mismatches[0].startswith("expect_violation")
+                    else "expectation")
             _fail_case(stage, case, outcome.mismatches[0], {"scenario": name, "mismatches": outcome.mismatches},
-                       "expectation")
+                       rule)
         else:
             stage.cases.append(case)
     if not files:
-        return _fail(stage, f"no scenario files under {folder}", None)
+        return _fail(stage, f"no scenario files under {folder}", None, str(folder))
     bad = len(stage.failures())
     stage.status = FAILED if bad else PASSED
     stage.summary = (f"{bad} of {len(files)} scenarios failed; first: {stage.failure}" if bad else
@@ -184,10 +196,12 @@ def cache_dir() -> Path:
     return Path(base)
 
 
-def prove_stage(rules: str = DEFAULT_RULES, brokers: int = DEFAULT_BROKERS, cache: bool = False) -> Stage:
+def prove_stage(rules: str = DEFAULT_RULES, brokers: int = DEFAULT_BROKERS, cache: bool = False,
+                file: str | None = None) -> Stage:
     """Prove every safety invariant inductive with Z3, as `kcm prove` does; a failure carries its trace or CTI.
 
-    With `cache`, a proof that passed for the same model hash is not run again (only passes are cached).
+    With `cache`, a proof that passed for the same model hash is not run again (only passes are cached). `file` is
+    where a CI report places a failure (the gate's config file: the proof has no file of its own).
     """
     stage = Stage("prove")
     key = model_hash(rules, brokers) if cache else ""
@@ -207,7 +221,7 @@ def prove_stage(rules: str = DEFAULT_RULES, brokers: int = DEFAULT_BROKERS, cach
 
     enc = Encoding(rule_set(rules), brokers)
     for inv in INVARIANTS:
-        case = Case("prove", inv.name, rule=inv.name)
+        case = Case("prove", inv.name, rule=inv.name, file=file)
         t0 = time.perf_counter()
         try:
             result = prove(enc, inv, trace_depth=7)
@@ -247,9 +261,15 @@ def load_explore_config(name: str) -> dict[str, Any]:
         raise GateInputError(f"--config: {err}") from None
 
 
+def _config_file(name: str) -> Path:
+    from kcm.checkers.bounded import config_file
+
+    return config_file(name)
+
+
 def explore_stage(config: dict[str, Any], max_states: int | None = None, file: str | None = None) -> Stage:
     """Explore every state of the bounded config on one core (or the first max_states); every always and step
-    property must hold."""
+    property must hold. `file` (the config's file) is where a CI report places a failure."""
     from kcm.checkers import bfs
     from kcm.checkers.bounded import BoundedSystem
 
@@ -269,6 +289,7 @@ def explore_stage(config: dict[str, Any], max_states: int | None = None, file: s
             stage.cases.append(case)
             case.status, case.message = FAILED, f"{prop} violated after {cex['length']} steps: {rules.get(prop, '')}"
             case.detail = {"scenario": cex["scenario"], "witness": cex["evidence"]["witness"]}
+            case.evidence = cex["evidence"]
         else:
             case.message = verdict
             stage.cases.append(case)
@@ -278,7 +299,6 @@ def explore_stage(config: dict[str, Any], max_states: int | None = None, file: s
                      {"property": prop, "scenario": cex["scenario"], "evidence": cex["evidence"]})
     stage.status = PASSED
     return stage
-
 
 
 # ------------------------------------------------------------------------------------------------ traces
@@ -340,6 +360,19 @@ def judge_trace(path: Path, exp: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     return "", v.to_dict()
 
 
+def _trace_rule(verdict: dict[str, Any]) -> tuple[str, str]:
+    """(rule id, rule in words) of a trace judged otherwise than expected: the id of the rule its verdict names
+    (a catalogue property or a trace-only rule), malformed-trace, or the trace's expectation when it was valid."""
+    from kcm.checkers.oracle_trace import TRACE_ONLY, rule_id
+
+    if not verdict:
+        return "unreadable", ""
+    if verdict.get("malformed"):
+        return "malformed-trace", ""
+    found = rule_id(verdict.get("rule") or "")
+    return (found, TRACE_ONLY.get(found, "")) if found else ("expectation", "")
+
+
 def traces_stage(folder: Path, expectations: dict[str, dict[str, Any]]) -> Stage:
     """check-trace over every *.jsonl of folder; each must be judged as expected."""
     stage = Stage("traces")
@@ -351,12 +384,11 @@ def traces_stage(folder: Path, expectations: dict[str, dict[str, Any]]) -> Stage
         if wrong:
             found = {k: v for k, v in verdict.items() if k not in ("ok", "events")}
             case.line = verdict.get("line") or exp.get("line")
-            _fail_case(stage, case, wrong, {"trace": name, "expected": exp, **found},
-                       "malformed-trace" if verdict.get("malformed") else "trace-rule", verdict.get("rule") or "")
+            _fail_case(stage, case, wrong, {"trace": name, "expected": exp, **found}, *_trace_rule(verdict))
         else:
             stage.cases.append(case)
     if not expectations:
-        return _fail(stage, f"no *.jsonl traces in {folder}", None)
+        return _fail(stage, f"no *.jsonl traces in {folder}", None, str(folder))
     bad = len(stage.failures())
     failing = sum(1 for e in expectations.values() if e["verdict"] != VALID)
     stage.status = FAILED if bad else PASSED
@@ -369,11 +401,12 @@ def traces_stage(folder: Path, expectations: dict[str, dict[str, Any]]) -> Stage
 # ------------------------------------------------------------------------------------------------ the gate
 
 
-def _fail(stage: Stage, failure: str, counterexample: Any) -> Stage:
+def _fail(stage: Stage, failure: str, counterexample: Any, folder: str | None = None) -> Stage:
     stage.status, stage.failure, stage.counterexample = FAILED, failure, counterexample
     stage.summary = f"{stage.summary}; {failure}" if stage.summary else failure
-    if not stage.failures():
-        stage.cases.append(Case(stage.name, stage.name, FAILED, failure, detail=counterexample))
+    if not stage.failures():  # a stage with nothing to judge: the folder that held nothing
+        stage.cases.append(Case(stage.name, stage.name, FAILED, failure, "empty-input", file=folder,
+                                detail=counterexample))
     return stage
 
 
@@ -384,6 +417,16 @@ def _fail_case(stage: Stage, case: Case, message: str, counterexample: Any, rule
     stage.cases.append(case)
     if not stage.failure:
         stage.failure, stage.counterexample = f"{case.name}: {message}", counterexample
+
+
+def _without_extra(name: str, err: ModuleNotFoundError) -> Stage:
+    """The stage skipped, with the reason, when what it needs is an extra this install left out (a core install
+    has neither Z3 nor NumPy); any other missing module is kcm's own fault and goes on up."""
+    module, extra = STAGE_NEEDS.get(name, ("", ""))
+    if not module or (err.name or "").split(".")[0] != module:
+        raise err
+    return Stage(name, SKIPPED, f"not run: needs {module}, which this install leaves out "
+                                f"(pip install '{DISTRIBUTION}[{extra}]')")
 
 
 def run_gate(traces: Path | None = None, config: str = DEFAULT_CONFIG, scenarios: Path | None = None,
@@ -402,10 +445,11 @@ def run_gate(traces: Path | None = None, config: str = DEFAULT_CONFIG, scenarios
             raise GateInputError(f"{what}: {folder} is not a folder")
     expectations = trace_expectations(traces) if "traces" in chosen else {}
     cfg = load_explore_config(config) if "explore" in chosen else {}
+    config_path = str(_config_file(config))
     runs: dict[str, Callable[[], Stage]] = {
         "scenarios": lambda: scenario_stage(scenarios),
-        "prove": lambda: prove_stage(cache=cache),
-        "explore": lambda: explore_stage(cfg, file=config if Path(config).suffix else None),
+        "prove": lambda: prove_stage(cache=cache, file=config_path),
+        "explore": lambda: explore_stage(cfg, file=config_path),
         "traces": lambda: traces_stage(traces, expectations),
     }
     report = GateReport([Stage(name, SKIPPED, "left out (--only/--skip)") for name in STAGES])
@@ -414,7 +458,10 @@ def run_gate(traces: Path | None = None, config: str = DEFAULT_CONFIG, scenarios
         if name not in chosen:
             continue
         t0 = time.perf_counter()
-        stage = runs[name]()
+        try:
+            stage = runs[name]()
+        except ModuleNotFoundError as err:
+            stage = _without_extra(name, err)
         stage.seconds = time.perf_counter() - t0
         report.stages[i] = stage
         if on_stage is not None:

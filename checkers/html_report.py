@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from html import escape
-from typing import Any
+from typing import Any, NamedTuple
 
 from kcm.checkers.evidence import json_short
 
@@ -112,37 +112,64 @@ def _leader(step: dict[str, Any], partition: Any) -> Any:
     return step.get("_leader", {}).get(partition)
 
 
-def sequence_svg(evidence: dict[str, Any]) -> str:
-    """The counterexample as a sequence diagram: a lane each for the client, ZooKeeper, the controller and every
-    broker; each step's messages as arrows, epochs on them."""
+class StepHead(NamedTuple):
+    """A step's header on a sequence diagram: its number, its action, whether a lasso's loop starts there."""
+
+    step: int
+    action: str
+    loop_start: bool
+
+
+class Message(NamedTuple):
+    """An arrow on a sequence diagram: from one lane to another, with what was sent or written."""
+
+    frm: str
+    to: str
+    label: str
+
+
+def sequence(evidence: dict[str, Any]) -> tuple[list[str], list[StepHead | Message]]:
+    """The counterexample's sequence diagram as data, which every drawing of it renders: the lanes (the client,
+    ZooKeeper, the controller and every broker), then each step's header followed by its messages."""
     lanes = ["client", "ZooKeeper", "controller"] + [f"broker {b}" for b in _brokers(evidence)]
-    x = {lane: 90 + i * 190 for i, lane in enumerate(lanes)}
     leaders = _initial_leaders(evidence["initial_state"])
-    rows: list[str] = []
-    y = 50
+    rows: list[StepHead | Message] = []
     for step in evidence["steps"]:
-        step = dict(step, _leader=leaders)
-        y += 26
         act = step["action"]
         text = json.dumps(act, separators=(",", ":")) if isinstance(act, dict) else str(act)
-        loop = " (the loop starts here)" if evidence.get("loop_start") == step["step"] else ""
-        rows.append(f'<rect x="4" y="{y - 15}" width="{x[lanes[-1]] + 100}" height="20" fill="#eef3fb"/>'
-                    f'<text x="8" y="{y}" font-weight="bold">step {step["step"]}: {_h(text[:150])}{_h(loop)}</text>')
-        for frm, to, label in _arrows(step, None):
-            if frm not in x or to not in x:
-                continue
-            y += 24
-            x1, x2 = x[frm], x[to]
-            mid = (x1 + x2) / 2
-            rows.append(f'<line x1="{x1}" y1="{y}" x2="{x2}" y2="{y}" stroke="#1565c0" stroke-width="1.5" '
-                        f'marker-end="url(#arrow)"/>'
-                        f'<text x="{mid}" y="{y - 4}" text-anchor="middle" fill="#0d47a1" stroke="#fff" '
-                        f'stroke-width="3" paint-order="stroke">{_h(label[:90])}</text>')
+        rows.append(StepHead(step["step"], text, evidence.get("loop_start") == step["step"]))
+        rows += [Message(frm, to, label) for frm, to, label in _arrows(dict(step, _leader=leaders), None)
+                 if frm in lanes and to in lanes]
         for key, change in step["diff"].items():
             if key.startswith("ZooKeeper /brokers/topics/") and key.endswith("/state") and change["after"]:
                 part = key.split("/")
                 if "leader" in change["after"]:
                     leaders[f"{part[3]}-{part[5]}"] = change["after"]["leader"]
+    return lanes, rows
+
+
+def sequence_svg(evidence: dict[str, Any]) -> str:
+    """The counterexample as a sequence diagram: a lane each for the client, ZooKeeper, the controller and every
+    broker; each step's messages as arrows, epochs on them."""
+    lanes, seq = sequence(evidence)
+    x = {lane: 90 + i * 190 for i, lane in enumerate(lanes)}
+    rows: list[str] = []
+    y = 50
+    for row in seq:
+        if isinstance(row, StepHead):
+            y += 26
+            loop = " (the loop starts here)" if row.loop_start else ""
+            rows.append(f'<rect x="4" y="{y - 15}" width="{x[lanes[-1]] + 100}" height="20" fill="#eef3fb"/>'
+                        f'<text x="8" y="{y}" font-weight="bold">step {row.step}: {_h(row.action[:150])}{_h(loop)}'
+                        '</text>')
+            continue
+        y += 24
+        x1, x2 = x[row.frm], x[row.to]
+        mid = (x1 + x2) / 2
+        rows.append(f'<line x1="{x1}" y1="{y}" x2="{x2}" y2="{y}" stroke="#1565c0" stroke-width="1.5" '
+                    f'marker-end="url(#arrow)"/>'
+                    f'<text x="{mid}" y="{y - 4}" text-anchor="middle" fill="#0d47a1" stroke="#fff" '
+                    f'stroke-width="3" paint-order="stroke">{_h(row.label[:90])}</text>')
     y += 30
     width = x[lanes[-1]] + 110
     heads = "".join(f'<rect x="{x[lane] - 60}" y="8" width="120" height="24" rx="4" fill="#263238"/>'
@@ -294,5 +321,5 @@ def bugs_page(rows: list[dict[str, Any]], evidences: dict[str, dict[str, Any]]) 
     return page("kcm bugs", body)
 
 
-__all__ = ["bugs_page", "coverage_section", "evidence_section", "exploration_page", "gate_page", "page",
-           "sequence_svg", "traces_page", "write"]
+__all__ = ["Message", "StepHead", "bugs_page", "coverage_section", "evidence_section", "exploration_page",
+           "gate_page", "page", "sequence", "sequence_svg", "traces_page", "write"]

@@ -55,7 +55,7 @@ def main(args: argparse.Namespace) -> int:
             line = line_text(fh, report.first_violation.line) if report.first_violation else None
     except (OSError, ValueError) as exc:
         reason = getattr(exc, "strerror", None) or str(exc)
-        print(f"cannot read {args.file}: {reason}", file=sys.stderr)
+        print(f"kcm check-log: cannot read {args.file}: {reason}", file=sys.stderr)
         return 2
     if args.json:
         doc = report_dict(report)
@@ -70,7 +70,7 @@ def main(args: argparse.Namespace) -> int:
         c.status, c.line, c.message, c.rule = ci_formats.FAILED, v.line, v.message, v.rule
         c.detail = {"line": line, "state_before": v.state_before}
     try:
-        ci_formats.write_outputs([c], args.junit_xml, args.sarif, args.github)
+        ci_formats.write_outputs([c], args.junit_xml, args.sarif, args.github, args.markdown, "kcm check-log")
     except OSError as err:
         print(f"kcm check-log: cannot write {err.filename}: {err.strerror}", file=sys.stderr)
         return 2

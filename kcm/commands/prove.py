@@ -19,14 +19,16 @@ from kcm.checkers.prove.proofs import NO_VIOLATION, PROVED, Counterexample, Resu
 from kcm.checkers.scenario import MAX_SCENARIO_BYTES, InvalidScenario
 from kcm.checkers.scenario import validate as validate_scenario
 from kcm.model.strictjson import InputError, loads, read_bounded
-from kcm.model.tables import RULE_SETS, rule_set
+from kcm.model.tables import DEFAULT_RULES, RULE_SETS, rule_set
 
 MAX_BROKERS = 8
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Declare the options of `kcm prove`."""
-    p.add_argument("--rules", default="seeds", choices=sorted(RULE_SETS))
+    p.add_argument("--rules", default=DEFAULT_RULES, choices=sorted(RULE_SETS),
+                   help=f"the rule set (transition tables) the encoded controller follows (default: {DEFAULT_RULES}; "
+                        "a --config that names its rules overrides it)")
     p.add_argument("--brokers", type=flags.count(1, MAX_BROKERS),
                    default=5, help=f"cluster size, 1..{MAX_BROKERS} (default 5)")
     p.add_argument("--invariant", action="append", choices=[i.name for i in INVARIANTS], help="only these")

@@ -42,6 +42,13 @@ def main(args: argparse.Namespace) -> int:
     print(json.dumps(outcome.result, indent=2))
     for line in outcome.mismatches:
         print(f"kcm run: {line}", file=sys.stderr)
+    wanted = doc.get("expect_violation")
+    if wanted and not any(line.startswith("expect_violation") for line in outcome.mismatches):
+        from kcm.properties.catalogue import meaning
+
+        # stderr, as the mismatches: stdout is the contract's result document alone
+        print(f"kcm run: counterexample reproduced: {wanted['property']} is first violated after step "
+              f"{wanted['step']} ({meaning(wanted['property'])})", file=sys.stderr)
     if args.coverage:  # stderr: stdout is the contract's result document alone
         from kcm.checkers import coverage
 

@@ -6,12 +6,14 @@ import argparse
 import sys
 
 from kcm.model.render import MACHINES, GraphvizMissing, table_dot, table_json, table_markdown, table_svg
-from kcm.model.tables import RULE_SETS, rule_set
+from kcm.model.tables import DEFAULT_RULES, RULE_SETS, rule_set
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Declare the options of `kcm table`."""
-    p.add_argument("--rules", default="seeds", choices=sorted(RULE_SETS))
+    p.add_argument("--rules", default=DEFAULT_RULES, choices=sorted(RULE_SETS),
+                   help=f"the rule set whose tables to print (default: {DEFAULT_RULES}; " +
+                        "; ".join(f"{name}: {r.description}" for name, r in RULE_SETS.items()) + ")")
     p.add_argument("--machine", choices=MACHINES, help="only this state machine (default: both)")
     p.add_argument("--format", default="md", choices=("md", "json", "dot", "svg"))
     p.add_argument("--output", "-o", help="write to this file instead of stdout")

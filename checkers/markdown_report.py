@@ -1,0 +1,143 @@
+"""Markdown summaries for GitHub: a job's summary (`$GITHUB_STEP_SUMMARY`) or a pull-request comment.
+
+A summary says what was checked, lists every failure where it happened, and draws each counterexample's sequence
+diagram as a Mermaid `sequenceDiagram`, which GitHub renders. The diagram is `html_report.sequence`'s data (the
+same lanes and arrows as the HTML report's SVG), written in Mermaid's syntax; this module decides nothing itself.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from kcm.checkers.ci_formats import FAILED, SKIPPED, Case
+from kcm.checkers.html_report import StepHead, sequence
+
+MAX_LABEL = 120  # characters of an arrow's label or a step's action kept on the diagram
+MAX_DETAIL = 4000  # characters of a failure's JSON detail kept in its <details> block
+# Characters Mermaid (or the Markdown fence around it) would read as syntax in a label -> Mermaid's entity code
+_MERMAID_CODES = {ord(ch): f"#{ord(ch)};" for ch in "#;%<>`{}"}
+
+
+def _mermaid_text(text: str, limit: int = MAX_LABEL) -> str:
+    """Text Mermaid shows as written: its entity codes for the characters its syntax (or Markdown's fence) reads."""
+    text = " ".join(text.split())
+    text = text if len(text) <= limit else text[:limit - 3] + "..."
+    return text.translate(_MERMAID_CODES)
+
+
+def mermaid(evidence: dict[str, Any]) -> str:
+    """The counterexample's sequence diagram as a fenced Mermaid block: a participant per lane, each step a note
+    across all of them, then its messages as arrows."""
+    lanes, rows = sequence(evidence)
+    ids = {lane: f"P{n}" for n, lane in enumerate(lanes)}
+    out = ["```mermaid", "sequenceDiagram"]
+    out += [f"    participant {ids[lane]} as {_mermaid_text(lane)}" for lane in lanes]
+    span = f"{ids[lanes[0]]},{ids[lanes[-1]]}"
+    for row in rows:
+        if isinstance(row, StepHead):
+            loop = " (the loop starts here)" if row.loop_start else ""
+            out.append(f"    Note over {span}: step {row.step}: {_mermaid_text(row.action)}{loop}")
+        else:
+            out.append(f"    {ids[row.frm]}->>{ids[row.to]}: {_mermaid_text(row.label)}")
+    out.append("```")
+    return "\n".join(out)
+
+
+def _cell(text: Any) -> str:
+    """Text for one cell of a Markdown table: one line, pipes escaped."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def _code(text: str) -> str:
+    """Inline code that holds any text (fenced by one backtick more than its longest run of them)."""
+    longest = max((len(run) for run in re.findall("`+", text)), default=0)
+    ticks = "`" * (longest + 1)
+    return f"{ticks} {_cell(text)} {ticks}" if longest else f"`{_cell(text)}`"
+
+
+def evidence_section(evidence: dict[str, Any], title: str) -> list[str]:
+    """A counterexample: the property in words, the witness, the sequence diagram."""
+    w = evidence["witness"]
+    at = f" at step {w['step']}" if w.get("step") is not None else ""
+    out = [f"#### {title}", "", f"**{evidence['property']}** ({evidence['kind']}): {_cell(evidence['rule'])}", "",
+           f"Witness{at}: {_cell(w['why'])}", ""]
+    if "error" in evidence:  # a user's predicate that raised: its traceback
+        out += ["````text", evidence["error"].replace("````", "'''"), "````", ""]
+    return out + [mermaid(evidence), ""]
+
+
+def _detail(detail: Any) -> list[str]:
+    if detail is None:
+        return []
+    text = json.dumps(detail, indent=1, sort_keys=True, default=str)
+    if len(text) > MAX_DETAIL:
+        text = text[:MAX_DETAIL] + "\n..."
+    fence = "```" if "```" not in text else "````"
+    return ["<details><summary>detail</summary>", "", f"{fence}json", text, fence, "", "</details>", ""]
+
+
+def failures_section(cases: Iterable[Case]) -> list[str]:
+    """Every failed case: where (file and line), the rule broken and the message; then each one's counterexample
+    with its sequence diagram, or its detail."""
+    failed = [c for c in cases if c.status == FAILED]
+    if not failed:
+        return []
+    out = ["### Failures", "", "| check | case | where | rule | what |", "|---|---|---|---|---|"]
+    for c in failed:
+        where = f"{_code(c.file)}{f' line {c.line}' if c.line else ''}" if c.file else ""
+        out.append(f"| {_cell(c.suite)} | {_cell(c.name)} | {where} | {_cell(c.rule)} | {_cell(c.message)} |")
+    out.append("")
+    for c in failed:
+        if c.evidence is not None:
+            out += evidence_section(c.evidence, f"{c.suite}: {c.name}")
+        elif c.detail is not None:
+            out += [f"#### {c.suite}: {c.name}", "", _cell(c.message), ""] + _detail(c.detail)
+    return out
+
+
+def cases_summary(title: str, cases: list[Case]) -> str:
+    """The summary of a check over files (check-trace, check-log): a line per case, then the failures."""
+    bad = sum(c.status == FAILED for c in cases)
+    verdict = f"**{bad} of {len(cases)} failed**" if bad else f"all {len(cases)} passed"
+    out = [f"## {title}: {verdict}", "", "| case | verdict |", "|---|---|"]
+    out += [f"| {_cell(c.name)} | {'❌ failed' if c.status == FAILED else c.status} |" for c in cases]
+    return "\n".join(out + [""] + failures_section(cases)) + "\n"
+
+
+def gate_summary(report: Any) -> str:
+    """The gate's summary: a row per stage (skipped ones with the reason), then every failure."""
+    head = "passed" if report.ok else "**FAILED**" if report.failed() else "ran no stage"
+    out = [f"## kcm gate: {head} ({report.seconds:.1f} s)", "", "| stage | status | seconds | summary |",
+           "|---|---|---|---|"]
+    for s in report.stages:
+        mark = {FAILED: "❌ failed", SKIPPED: "skipped"}.get(s.status, "✅ " + s.status)
+        out.append(f"| {s.name} | {mark} | {s.seconds:.1f} | {_cell(s.summary)} |")
+    return "\n".join(out + [""] + failures_section(report.cases())) + "\n"
+
+
+def exploration_summary(summary: dict[str, Any]) -> str:
+    """An exploration's summary: its counts, each property's verdict, each counterexample with its diagram."""
+    cexs = summary["counterexamples"]
+    head = f"**{len(cexs)} violated**" if cexs else "no violation" + ("" if summary["complete"] else " (partial run)")
+    out = [f"## kcm explore: config {summary.get('config')}: {head}", "",
+           f"{summary['distinct_states']:,} distinct states, depth {summary['depth']}, engine {summary['engine']}, "
+           f"{summary['seconds']} s", "", "| property | verdict |", "|---|---|"]
+    out += [f"| {name} | {'❌ ' if name in cexs else ''}{_cell(verdict)} |"
+            for name, verdict in summary["verdicts"].items()]
+    out.append("")
+    for name, cex in cexs.items():
+        out += evidence_section(cex["evidence"], f"Counterexample to {name} ({cex['length']} steps)")
+    return "\n".join(out) + "\n"
+
+
+def append(path: str, text: str) -> None:
+    """Append a summary to path (GitHub's step summary file gathers every step's); OSError when it cannot."""
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(text)
+
+
+__all__ = ["append", "cases_summary", "evidence_section", "exploration_summary", "failures_section", "gate_summary",
+           "mermaid"]
