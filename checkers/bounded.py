@@ -505,6 +505,10 @@ class BoundedSystem(ModelBase):
         """The properties this configuration checks."""
         return self._properties
 
+    def add_properties(self, extra: list[Property], only: set[str] | None = None) -> None:
+        """Check also `extra` (users' own properties, `kcm.properties.user`); with `only`, just those ids."""
+        self._properties = [p for p in self._properties + list(extra) if only is None or p.name in only]
+
     def within_boundary(self, state: Cluster, parent: Cluster | None = None) -> bool:
         """Controller epoch, leader epochs, broker restarts and log lengths within the bounds.
 

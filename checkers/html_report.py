@@ -211,6 +211,8 @@ def evidence_section(evidence: dict[str, Any], title: str | None = None) -> list
         witness.append("<table><tr><th>entry</th><th>before</th><th>after</th></tr>" + "".join(
             f"<tr><td>{_h(e['what'])}</td><td class=\"v\">{_value(e['before'])}</td>"
             f"<td class=\"v\">{_value(e['after'])}</td></tr>" for e in w["entries"]) + "</table>")
+    if "error" in evidence:  # a user's predicate that raised (or returned no bool): its traceback
+        witness.append(f"<pre class=\"error\">{_h(evidence['error'])}</pre>")
     out.append("<div class=\"witness\">" + "".join(witness) + "</div>")
     out += ["<h3>Sequence diagram</h3>", sequence_svg(evidence), "<h3>What each step changed</h3>"]
     for step in evidence["steps"]:
@@ -269,7 +271,8 @@ def exploration_page(summary: dict[str, Any], coverage: dict[str, Any] | None = 
             f"{summary['distinct_states']:,} distinct states, depth {summary['depth']}"
             f"{'' if summary['complete'] else ' (partial run)'}</p>",
             "<table><tr><th>property</th><th>verdict</th></tr>" + "".join(
-                f"<tr><td>{_h(k)}</td><td class=\"{'bad' if v == 'violated' else 'ok'}\">{_h(v)}</td></tr>"
+                f"<tr><td>{_h(k)}</td><td class=\"{'bad' if v in ('violated', 'error') else 'ok'}\">{_h(v)}"
+                "</td></tr>"
                 for k, v in summary["verdicts"].items()) + "</table>"]
     for cex in summary["counterexamples"].values():
         body += evidence_section(cex["evidence"])

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kcm.model.interface import ALWAYS, EVENTUALLY, SOMETIMES, SOMETIMES_STEP, STEP, Property
+from kcm.properties import user
 
 
 @dataclass
@@ -51,6 +52,12 @@ class Exploration:
     def to_json(self, model: Any) -> dict[str, Any]:
         """The machine-readable summary."""
         props = model.properties()
+        counterexamples = {name: self._counterexample(model, name, trace)
+                           for name, trace in sorted(self.violations.items())}
+        verdicts = self.verdicts(props)
+        for name, cex in counterexamples.items():
+            if "error" in cex["evidence"]:  # a user's predicate that failed there (kcm.properties.user)
+                verdicts[name] = "error"
         return {"engine": self.engine, "distinct_states": self.distinct_states, "transitions": self.transitions,
                 "depth": self.depth, "seconds": round(self.seconds, 3), "complete": self.complete,
                 "stopped_at_violation": self.stopped,
@@ -58,9 +65,7 @@ class Exploration:
                 "collision_probability": self.collision_probability(),
                 "bytes_per_state": round(self.bytes_per_state, 1),
                 "levels": [[n, round(t, 3)] for n, t in self.levels],
-                "verdicts": self.verdicts(props),
-                "counterexamples": {name: self._counterexample(model, name, trace)
-                                    for name, trace in sorted(self.violations.items())}}
+                "verdicts": verdicts, "counterexamples": counterexamples}
 
     def _counterexample(self, model: Any, name: str, trace: list[Any]) -> dict[str, Any]:
         """One counterexample for the summary; a lasso also says where its loop starts (0: the first step)."""
@@ -71,7 +76,13 @@ class Exploration:
         setup = len(scenario["steps"]) - len(trace)
         loop = self.loops.get(name)
         found = evidence.build(model, name, trace, loop, setup)
-        if found["kind"] != EVENTUALLY and trace:
+        prop = next((p for p in model.properties() if p.name == name), None)
+        mine = prop is not None and user.is_user(prop)
+        error = user.error_of(model, prop, trace) if mine else None
+        if error is not None:
+            found["error"] = error
+            found["witness"]["why"] = "the predicate failed here (not True or False): see its error"
+        if found["kind"] != EVENTUALLY and trace and not mine:  # `kcm run` knows the catalogue's ids only
             # `kcm run` of the scenario then exits 0 only if the property breaks right there.
             scenario["expect_violation"] = {"property": name, "step": len(scenario["steps"]) - 1}
         out: dict[str, Any] = {"length": len(trace), "scenario": scenario, "evidence": found}

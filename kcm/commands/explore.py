@@ -14,6 +14,8 @@ from kcm.checkers.bfs import Progress
 from kcm.checkers.bounded import BadConfig, BoundedSystem, load_config
 from kcm.checkers.checkpoint import BadCheckpoint, Checkpointer
 from kcm.checkers.symmetry import SymmetricModel
+from kcm.properties import catalogue, user
+from kcm.properties.user import BadProperty
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -59,6 +61,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--checkpoint-every", metavar="SECONDS", type=flags.seconds(0, flags.MAX_SECONDS), default=60.0,
                    help="at most one checkpoint per this many seconds (default 60; 0: at every level)")
     p.add_argument("--resume", metavar="FILE", help="continue the run saved in this checkpoint (same config)")
+    p.add_argument("--property", dest="user_properties", action="append", default=[], metavar="PATH.py:FUNCTION",
+                   help="also check this Python predicate of yours (or module:function; repeatable): one parameter, "
+                        "the state, or three, before, action, after; True while the rule holds. Loading it runs "
+                        "your code (docs/user-properties.md)")
+    p.add_argument("--only-property", dest="only", action="append", metavar="ID",
+                   help="check only the property of this id, of the catalogue or --property (repeatable)")
     p.add_argument("--continue", dest="keep_going", action="store_true",
                    help="explore the whole boundary; by default the search stops after the level of the first "
                         "violation (every counterexample is still the shortest, and the same on every engine)")
@@ -70,7 +78,13 @@ def main(args: argparse.Namespace) -> int:
         print("kcm explore: --walks takes N >= 1 and --depth D >= 0", file=sys.stderr)
         return 2
     try:
-        model = BoundedSystem(load_config(args.config))
+        cfg = load_config(args.config)
+        mine = user.load_all(args.user_properties, catalogue.ids())
+        if mine and (args.symmetry or args.symmetry_compare):
+            raise BadProperty("--property: not with --symmetry (a predicate of yours may tell brokers apart)")
+        only = _only(args.only, cfg, mine)
+        model = BoundedSystem(cfg)
+        model.add_properties(mine, only)
         explored = SymmetricModel(model) if args.symmetry or args.symmetry_compare else model
     except (BadConfig, ValueError) as err:
         print(f"kcm explore: {err}", file=sys.stderr)
@@ -87,7 +101,8 @@ def main(args: argparse.Namespace) -> int:
     if args.walks is not None and (args.checkpoint is not None or args.resume is not None):
         print("kcm explore: --checkpoint and --resume are for the exhaustive search, not --walks", file=sys.stderr)
         return 2
-    identity = checkpoint.config_identity(model.cfg, "symmetry" if explored is not model else "none")
+    identity = checkpoint.config_identity(dict(model.cfg, user_properties=user.identity(model.properties()))
+                                          if mine else model.cfg, "symmetry" if explored is not model else "none")
     resume = None
     try:
         checkpointer = (Checkpointer(args.checkpoint, args.checkpoint_every, identity, engine=args.engine)
@@ -178,6 +193,21 @@ def main(args: argparse.Namespace) -> int:
     return 1 if summary["counterexamples"] else 0 if summary["complete"] else PARTIAL
 
 
+def _only(ids: list[str] | None, cfg: dict[str, Any], mine: list[Any]) -> set[str] | None:
+    """The ids --only-property keeps (None: every property); the catalogue's among them become the config's list,
+    so that the config checks them even where it would leave them out (BadProperty for an unknown id)."""
+    if ids is None:
+        return None
+    known = set(catalogue.ids()) | {p.name for p in mine}
+    for name in ids:
+        if name not in known:
+            raise BadProperty(f"--only-property {name}: no such property; known: {', '.join(sorted(known))}")
+    ours = [name for name in dict.fromkeys(ids) if name in catalogue.ids()]
+    if ours:
+        cfg["properties"] = ours
+    return set(ids)
+
+
 PARTIAL = 3  # exit code of a run cut short by --max-states that found no violation: nothing is known to hold
 
 
@@ -207,7 +237,11 @@ def _text(s: dict) -> str:
         first = len(steps) - cex["length"]
         setup = ("step 0 sets up the config's topics, " if first == 1 else
                  f"steps 0-{first - 1} set up the config's topics and deliver their requests, " if first else "")
-        if loop is None:
+        if "error" in cex["evidence"]:
+            lines.append(f"  error of {name}: the predicate failed after {_steps(cex['length'])} ({setup}the diff "
+                         f"of each step below), with:")
+            lines += ["    | " + line for line in cex["evidence"]["error"].splitlines()]
+        elif loop is None:
             lines.append(f"  counterexample to {name}: violated after {_steps(cex['length'])} ({setup}the diff of "
                          f"each step below; --json or --html for every state):")
         elif loop == len(steps):
