@@ -14,6 +14,7 @@ no event for it).
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
 from collections.abc import Iterator
 from itertools import count
@@ -23,6 +24,7 @@ from kcm.model import actions as A
 from kcm.model.cluster import NO_LEADER, Cluster, ClusterConfig, ControllerContext, LeaderAndIsr, initial_cluster
 from kcm.model.effects import Effects, LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest
 from kcm.model.names import tp_name
+from kcm.model.states import PartitionState
 from kcm.reference import api
 
 # Steps whose moves the formats carry no event for, with the reason.
@@ -242,4 +244,143 @@ def log_of(config: ClusterConfig, steps: list[Step]) -> tuple[list[str], list[in
     return lines, owner
 
 
-__all__ = ["UNSUPPORTED", "Step", "log_lines", "log_of", "replay", "trace_events", "trace_of", "unsupported"]
+# ------------------------------------------------------------------------------------------- golden traces
+
+
+@contextlib.contextmanager
+def _leader_writes(into: list[tuple[tuple, LeaderAndIsr]]) -> Iterator[None]:
+    """Record every ISR write a partition leader makes while the block runs (the reference calls
+    `reassignment.on_isr_change` right after each one), so that a step's intermediate znode values are known."""
+    from kcm.model.txn import draft_lookup
+    from kcm.reference import reassignment
+
+    original = reassignment.on_isr_change
+
+    def on_isr_change(t: Any, tp: tuple) -> None:
+        into.append((tp, draft_lookup(t.zk, "partitions", tp)))
+        original(t, tp)
+
+    reassignment.on_isr_change = on_isr_change
+    try:
+        yield
+    finally:
+        reassignment.on_isr_change = original
+
+
+def _znode_writes(before: Cluster, after: Cluster, effects: Effects,
+                  leader_writes: list[tuple[tuple, LeaderAndIsr]]) -> list[tuple[tuple, LeaderAndIsr]]:
+    """Every partition znode value a step wrote, in order of zkVersion: the controller's (each carried by the
+    LeaderAndIsr requests it sent), the leaders' own ISR writes, and the value the znode ends the step with."""
+    old = dict(before.zk.partitions)
+    found: dict[tuple, dict[int, LeaderAndIsr]] = {}
+
+    def add(tp: tuple, lai: LeaderAndIsr) -> None:
+        prev = old.get(tp)
+        if prev is None or lai.zk_version > prev.zk_version or lai.leader_epoch > prev.leader_epoch:
+            found.setdefault(tp, {}).setdefault(lai.zk_version, lai)
+
+    for req in effects.requests:
+        if isinstance(req, LeaderAndIsrRequest):
+            add(req.tp, LeaderAndIsr(req.leader, req.leader_epoch, tuple(sorted(req.isr)), req.controller_epoch,
+                                     req.zk_version))
+    for tp, lai in leader_writes:
+        if lai is not None:
+            add(tp, lai)
+    for tp, lai, _ in _written(before, after):
+        found.setdefault(tp, {})[lai.zk_version] = lai  # the value the znode holds: it wins over a request's copy
+    gone = {tp for tp in found if tp not in dict(after.zk.partitions)}
+    # A znode the step deleted (its topic's deletion) is written no more: a write of it would follow its partition's
+    # move to NonExistentPartition in the trace and look like a write of a partition that is gone.
+    return [(tp, lai) for tp in sorted(found) if tp not in gone for _, lai in sorted(found[tp].items())]
+
+
+def golden_events(config: ClusterConfig, before: Cluster, action: Any, after: Cluster, effects: Effects,
+                  leader_writes: list[tuple[tuple, LeaderAndIsr]]) -> list[dict[str, Any]]:
+    """The trace events of one step of a scenario as the reference ran it: as `trace_events`, but with every znode
+    value the step wrote (not only the last), and with asynchronous delivery written as it happens (a request is
+    sent in the step that queues it and received in the `deliver` step that delivers it)."""
+    events = [e for e in trace_events(config, before, action, after, effects)
+              if e["type"] not in ("leader_and_isr_write", "request_sent", "request_received")]
+    assignments = dict(after.zk.assignments)
+    previous = dict(before.zk.partitions)
+    # A partition a topic's deletion moves to NonExistentPartition had its znode written before that move (the
+    # znode itself may stay while replicas are still to be deleted): its writes go before the step's state changes.
+    deleted = {c.subject for c in effects.state_changes
+               if c.machine == "partition" and c.to_state == PartitionState.NON_EXISTENT}
+    first_change = next((i for i, e in enumerate(events) if e["type"].endswith("_state_change")), len(events))
+    early: list[dict[str, Any]] = []
+    for tp, lai in _znode_writes(before, after, effects, leader_writes):
+        prev = previous.get(tp)
+        ev = {"type": "leader_and_isr_write", "partition": tp_name(tp), "leader": lai.leader,
+              "leader_epoch": lai.leader_epoch, "isr": list(lai.isr), "zk_version": lai.zk_version,
+              "controller_epoch": lai.controller_epoch}
+        if tp in assignments and lai == dict(after.zk.partitions).get(tp):
+            ev["replicas"] = list(assignments[tp])
+        if lai.leader != NO_LEADER and prev is not None and prev.leader != lai.leader:
+            if isinstance(action, A.PreferredElection):
+                ev["election"] = "preferred"
+            elif config.unclean_leader_election and lai.leader not in prev.isr:
+                ev["election"] = "unclean"
+        (early if tp_name(tp) in deleted else events).append(ev)
+        previous[tp] = lai
+    events[first_change:first_change] = early
+    if config.delivery == "sync":
+        return events + [e for e in trace_events(config, before, action, after, effects)
+                         if e["type"] in ("request_sent", "request_received")]
+    for req in effects.requests:  # queued: received in a later `deliver` step
+        events.append({"type": "request_sent", **_request_fields(req)})
+    if isinstance(action, A.Deliver):
+        queues_after = dict(after.inflight)
+        for key, queue in before.inflight:
+            if queue and len(queues_after.get(key, ())) < len(queue):
+                req = queue[0]
+                refused = _refusals(effects)
+                accepted = not refused[(req.broker, type(req).__name__, req.controller_epoch)]
+                fields = _request_fields(req)
+                if isinstance(req, LeaderAndIsrRequest) and refused[(req.broker, tp_name(req.tp))]:
+                    fields["partitions"] = []
+                events.append({"type": "request_received", **fields, **({} if accepted else {"accepted": False})})
+    return events
+
+
+def _request_fields(req: Any) -> dict[str, Any]:
+    """The request fields of a request_sent or request_received event."""
+    if isinstance(req, LeaderAndIsrRequest):
+        parts = [{"partition": tp_name(req.tp), "leader": req.leader, "leader_epoch": req.leader_epoch,
+                  "isr": sorted(req.isr), "zk_version": req.zk_version, "replicas": list(req.replicas)}]
+    elif isinstance(req, StopReplicaRequest):
+        parts = [{"partition": tp_name(req.tp), "delete": req.delete}]
+    else:
+        parts = [{"partition": tp_name(tp)} for tp in req.tps]
+    return {"request": _KIND[type(req)], "broker": req.broker, "controller_epoch": req.controller_epoch,
+            "partitions": parts}
+
+
+def scenario_trace(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The golden trace of a validated scenario: the reference's own run of it in the trace format, starting with
+    one broker_up for each broker live at the start. A step the reference refuses writes nothing."""
+    from kcm.checkers.scenario import cluster_config
+    from kcm.model.actions import from_step
+    from kcm.model.errors import KcmError
+
+    config = cluster_config(doc)
+    first = initial_cluster(config)
+    writes: list[tuple[tuple, LeaderAndIsr]] = []
+    events = [{"type": "broker_up", "broker": b} for b, s in first.brokers if s.alive]
+    with _leader_writes(writes):
+        state, effects = api.start(config)
+        events += golden_events(config, first, None, state, effects, writes)
+        for step in doc["steps"]:
+            writes.clear()
+            action = from_step(step)
+            try:
+                nxt, effects = api.step(config, state, action)
+            except KcmError:
+                continue
+            events += golden_events(config, state, action, nxt, effects, writes)
+            state = nxt
+    return events
+
+
+__all__ = ["UNSUPPORTED", "Step", "golden_events", "log_lines", "log_of", "replay", "scenario_trace", "trace_events",
+           "trace_of", "unsupported"]

@@ -546,6 +546,12 @@ class Replay:
         if not self.rules.allows_partition(cur, ev["to"]):
             return f"ValidTransition: partition table: {cur} -> {ev['to']} not allowed by rule set {self.rules.name}"
         self.partitions[key] = ev["to"]
+        if ev["to"] == PartitionState.NON_EXISTENT:
+            # The topic's deletion removed the partition's znode: a partition of that name created again starts a
+            # new znode (zkVersion 0, leader epoch 0), which no rule compares with the deleted one.
+            self.zk.pop(key, None)
+            for gone in [k for k in self.epoch_leader if k[0] == key]:
+                del self.epoch_leader[gone]
         return ""
 
     def _replica_state_change(self, ev: dict[str, Any]) -> str:

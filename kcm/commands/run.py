@@ -17,6 +17,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="live mode: mirror every ZooKeeper effect on this real server (needs the live extra)")
     p.add_argument("--coverage", action="store_true",
                    help="also print on stderr which table edges, operations and selectors the scenario exercised")
+    p.add_argument("--emit-trace", metavar="FILE",
+                   help="also write the golden trace: the reference's own run of the scenario in the trace format "
+                        "(one JSON event per line, as `kcm check-trace` reads)")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -39,6 +42,15 @@ def main(args: argparse.Namespace) -> int:
             return 2
     else:
         outcome = run(doc, trace=args.trace)
+    if args.emit_trace is not None:
+        from kcm.checkers.oracle_inputs import scenario_trace
+
+        try:
+            with open(args.emit_trace, "w", encoding="utf-8") as fh:
+                fh.writelines(json.dumps(e, sort_keys=True) + "\n" for e in scenario_trace(doc))
+        except OSError as err:
+            print(f"kcm run: --emit-trace {args.emit_trace}: cannot write: {err.strerror or err}", file=sys.stderr)
+            return 2
     print(json.dumps(outcome.result, indent=2))
     for line in outcome.mismatches:
         print(f"kcm run: {line}", file=sys.stderr)

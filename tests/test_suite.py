@@ -1,0 +1,124 @@
+"""`kcm suite`: the generated scenarios cover every reachable edge, operation, selector, goal and violation."""
+
+import json
+from pathlib import Path
+
+import pytest
+from kcm.checkers import coverage
+from kcm.checkers.scenario import read_file, run
+from kcm.checkers.suite import KINDS, SuiteError, _Graph, generate_suite
+
+from kcm.cli import main
+
+SPECS = Path(__file__).resolve().parent.parent / "specs" / "configs"
+
+
+@pytest.fixture(scope="module")
+def controller(tmp_path_factory):
+    out = tmp_path_factory.mktemp("suite")
+    return generate_suite("controller", out, traces=True)
+
+
+def test_controller_suite_covers_every_reachable_item(controller):
+    cov = controller.coverage()
+    for kind in ("partition_edge", "replica_edge", "operation", "selector", "goal"):
+        assert cov[kind]["reachable"] > 0, kind
+        assert cov[kind]["covered"] == cov[kind]["reachable"], (kind, cov[kind])
+    # the graph is the explorer's: the same counts `kcm explore --config controller` reports
+    assert (controller.distinct_states, controller.transitions) == (34755, 55520)
+    assert controller.reachable["operation"] == ["broker_fail", "broker_start", "controlled_shutdown",
+                                                  "controller_resign", "create_topic", "preferred_election",
+                                                  "reassign"]
+
+
+def test_controller_suite_is_small_against_maximal_paths(controller):
+    paths = controller.maximal_paths if controller.maximal_paths is not None else controller.dag_maximal_paths
+    print(f"\ncontroller suite: {len(controller.scenarios)} scenarios, {controller.distinct_states} states, "
+          f"{controller.transitions} transitions, {paths} maximal paths, ratio {controller.ratio():.0f}x, "
+          f"{controller.seconds:.1f} s")
+    assert controller.ratio() >= 10
+    assert len(controller.scenarios) <= 20
+
+
+def test_every_scenario_passes_run_and_really_covers(controller):
+    """Run each written file through the reference again: it meets its expectations, and the edges, operations and
+    selectors its steps exercise (counted independently of the suite) make up the reported coverage."""
+    for path in controller.scenarios:
+        outcome = run(read_file(path))
+        assert outcome.exit_code == 0, (path, outcome.mismatches)
+    ran = coverage.of_scenarios(controller.scenarios)
+    (cov,) = ran.values()
+    d = cov.to_dict()
+    edges = {f"{e['from']} -> {e['to']}" for e in d["partition_edges"]["edges"] if e["count"]}
+    assert edges == set(controller.reachable["partition_edge"])
+    edges = {f"{e['from']} -> {e['to']}" for e in d["replica_edges"]["edges"] if e["count"]}
+    assert edges == set(controller.reachable["replica_edge"])
+    assert set(d["operations"]) == set(controller.reachable["operation"])
+    assert {k for k, v in d["selectors"].items() if v} == set(controller.reachable["selector"])
+
+
+def test_no_scenario_is_a_prefix_of_another(controller):
+    steps = [read_file(p)["steps"] for p in controller.scenarios]
+    for i, a in enumerate(steps):
+        for j, b in enumerate(steps):
+            assert i == j or len(a) >= len(b) or b[:len(a)] != a, (controller.scenarios[i], controller.scenarios[j])
+
+
+def test_golden_traces_written_next_to_scenarios_are_valid(controller):
+    from kcm.oracle import check_trace_file
+
+    assert len(controller.traces) == len(controller.scenarios)
+    for trace in controller.traces:
+        v = check_trace_file(trace, "seeds")
+        assert v.ok, (trace, v.message())
+
+
+def test_violations_get_their_own_scenario_with_expect_violation(tmp_path):
+    cfg = json.loads((SPECS / "bugs" / "KAFKA-6082.json").read_text())
+    cfg["variants"] = ["KAFKA-6082"]
+    path = tmp_path / "k6082.json"
+    path.write_text(json.dumps(cfg))
+    report = generate_suite(str(path), tmp_path / "out")
+    assert "ZkEpochFencing" in report.reachable["violation"]
+    assert report.covered["violation"] == report.reachable["violation"]
+    expected = {}
+    for p in report.scenarios:
+        doc = read_file(p)
+        assert run(doc).exit_code == 0, p
+        if "expect_violation" in doc:
+            expected[doc["expect_violation"]["property"]] = doc["expect_violation"]["step"]
+    assert set(expected) == set(report.reachable["violation"])
+
+
+def test_maximal_paths_of_a_cyclic_graph_count_the_bfs_dag():
+    graph = object.__new__(_Graph)
+    # 0 -> 1, 0 -> 2, 1 -> 2, 2 -> 1 (a cycle), 2 -> 3
+    graph.succ, graph.depth = [[1, 2], [2], [1, 3], []], [0, 1, 1, 2]
+    whole, dag = graph.maximal_paths()
+    assert whole is None and dag == 2  # 0-1 (1's only successor is on its own level) and 0-2-3
+    graph.succ = [[1, 2], [2], [3], []]
+    assert graph.maximal_paths() == (2, 2)  # 0-1-2-3 and 0-2-3; the BFS DAG keeps 0-1 and 0-2-3
+
+
+def test_cli_reports_size_and_coverage(tmp_path, capsys):
+    assert main(["suite", "--config", "tiny", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "fewer scenarios than maximal paths" in out and "partition edges:" in out and "(100%" in out
+    assert main(["suite", "--config", "tiny", "--out", str(tmp_path), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert set(doc["coverage"]) == set(KINDS)
+    assert all(i["covered"] for kind in KINDS for i in doc["items"][kind])
+    # a second run into the same folder leaves no file of the first behind
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(Path(s["file"]).name for s in doc["scenarios"])
+
+
+def test_cli_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
+    assert main(["suite", "--config", "no-such-config", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no-such-config" in err
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    assert main(["suite", "--config", "tiny", "--out", str(blocker / "sub")]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    with pytest.raises(SuiteError):
+        generate_suite("tiny", tmp_path / "small", max_states=10)
