@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from typing import BinaryIO, NamedTuple
 
@@ -68,6 +69,18 @@ NOT_JUDGED: dict[str, str] = {
 }
 WARN_MISSED = "missed-transition"
 
+# What each judged rule reads, as (counters one of which must be non-zero, why not when none is): a log that holds
+# none of them leaves the rule unjudged, and the report says so (LogChecker.not_judged).
+_CONTROLLER_EPOCHS = "controller lines with an epoch"
+_LEADER_EPOCHS = "lines with a leader epoch"
+_NEEDS: dict[str, tuple[tuple[str, ...], str]] = {
+    "ValidTransition": ((scl.PARTITION_CHANGE, scl.REPLICA_CHANGE), "no partition or replica state change lines"),
+    "ControllerEpochMonotone": ((_CONTROLLER_EPOCHS,), "no controller line carries a controller epoch"),
+    "EpochFencing": ((scl.REQUEST_APPLIED,), "no line of a broker applying a controller's request"),
+    "LeaderEpochMonotone": ((_LEADER_EPOCHS,), "no LeaderAndIsr or partition change line carries a leader epoch"),
+    "OneLeaderPerEpoch": ((_LEADER_EPOCHS,), "no LeaderAndIsr or partition change line carries a leader epoch"),
+}
+
 
 class Finding(NamedTuple):
     """A violation or warning: where, which rule, what it says, and the checker's state just before the line."""
@@ -95,6 +108,7 @@ class Report(NamedTuple):
     first_warnings: list[Finding]
     unreadable_lines: int = 0  # lines skipped because they could not be read (over-long, absurd numbers)
     first_unreadable: tuple[int, ...] = ()  # the first few of their line numbers
+    not_judged: dict[str, str] = {}  # noqa: RUF012 - a NamedTuple default, never mutated: rule id -> why
 
     @property
     def ok(self) -> bool:
@@ -117,6 +131,7 @@ class LogChecker:
         self.leader_epochs: dict[str, int] = {}
         self.leaders: dict[tuple[str, int], int] = {}
         self.seen: set[str] = set()
+        self.kinds: Counter = Counter()  # what the log held, for the rules it could not judge
         self.events = 0
         self.violations = 0
         self.warnings = 0
@@ -155,6 +170,12 @@ class LogChecker:
         """Check one event against every rule, then record what it changed."""
         self.events += 1
         kind = ev.kind
+        kinds = self.kinds
+        kinds[kind] += 1
+        if ev.side == "controller" and ev.controller_epoch is not None:
+            kinds[_CONTROLLER_EPOCHS] += 1
+        if ev.leader_epoch is not None and ev.leader is not None:
+            kinds[_LEADER_EPOCHS] += 1
         if ev.partition is not None:
             self.seen.add(ev.partition)
         if ev.side == "controller":
@@ -170,6 +191,10 @@ class LogChecker:
             self._leader_decision(ev, monotonic=False)
         elif kind == scl.REQUEST_APPLIED:
             self._broker_applied(ev)
+
+    def not_judged(self) -> dict[str, str]:
+        """Each rule id the lines so far gave no means to judge, with why."""
+        return {rid: why for rid, (what, why) in _NEEDS.items() if not any(self.kinds[k] for k in what)}
 
     def _controller_epoch(self, ev: scl.Event) -> None:
         epoch = ev.controller_epoch
@@ -306,7 +331,7 @@ def check_events(events: Iterable[scl.Event], stats: scl.ReadStats, kafka_versio
     return Report(stats.lines, stats.messages, checker.events, stats.unknown + skipped, stats.continuation,
                   len(checker.seen),
                   detected, checker.rules.name, checker.violations, checker.warnings, checker.first_violation,
-                  checker.first_warnings)
+                  checker.first_warnings, not_judged=checker.not_judged())
 
 
 def check_file(fh: BinaryIO, kafka_version: str = "auto", rules: str | None = None) -> Report:
@@ -329,6 +354,7 @@ def report_dict(report: Report) -> dict:
         "warnings": report.warnings, "first_violation": finding(report.first_violation),
         "unreadable_lines": report.unreadable_lines, "first_unreadable": list(report.first_unreadable),
         "first_warnings": [finding(w) for w in report.first_warnings],
+        "not_judged": dict(report.not_judged),
     }
 
 

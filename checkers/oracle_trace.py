@@ -177,7 +177,8 @@ class Verdict(NamedTuple):
                      f"  state before (what {self.rule_id} reads):"]
             lines += [f"    {k}: {json.dumps(v, sort_keys=True)}" for k, v in (self.focus or {}).items()]
         if self.not_judged:
-            lines.append(f"  not judged ({len(self.not_judged)} rules):")
+            n = len(self.not_judged)
+            lines.append(f"  not judged ({n} rule{'s' * (n != 1)}):")
             lines += [f"    {rid}: {why}" for rid, why in sorted(self.not_judged.items())]
         return "\n".join(lines)
 

@@ -106,3 +106,20 @@ def test_check_trace_json_and_text_show_not_judged(tmp_path, capsys):
     assert main(["check-trace", str(trace)]) == 1
     out = capsys.readouterr().out
     assert "state before (what CleanElection reads):" in out and "live_brokers: [0, 1]" in out
+
+
+def test_check_log_lists_the_rules_a_log_gave_no_means_to_judge(tmp_path, capsys):
+    from pathlib import Path
+
+    logs = Path(__file__).resolve().parent.parent / "specs" / "logs"
+    assert main(["check-log", "--json", str(logs / "kafka-2.8-valid.log")]) == 0
+    assert json.loads(capsys.readouterr().out)["not_judged"] == {}
+    only_changes = tmp_path / "state-change.log"
+    only_changes.write_text("[2021-09-20 15:00:00,000] TRACE [Controller id=1 epoch=3] Changed partition t-0 state "
+                            "from NewPartition to OnlinePartition with state LeaderAndIsr(leader=1, leaderEpoch=0, "
+                            "isr=List(1), zkVersion=0) (state.change.logger)\n")
+    assert main(["check-log", "--json", str(only_changes)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["events"] == 1 and "EpochFencing" in doc["not_judged"] and "ValidTransition" not in doc["not_judged"]
+    assert main(["check-log", str(only_changes)]) == 0
+    assert "not judged: EpochFencing:" in capsys.readouterr().out

@@ -45,6 +45,8 @@ def _print_text(report: Report, line: str | None) -> None:
         print(f"first violation at line {v.line}: {v.rule}: {v.message}")
         print(f"  line: {line}")
         print("  state before: " + json.dumps(v.state_before, sort_keys=True))
+    for rid, why in sorted(report.not_judged.items()):
+        print(f"not judged: {rid}: {why}")
 
 
 def main(args: argparse.Namespace) -> int:
