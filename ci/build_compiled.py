@@ -10,6 +10,11 @@ them (parts of `default`, `async`, `tla-kip320` and `unclean`), and they are bui
 later builds reuse the profile for the modules that changed. `--no-pgo` builds without it (about 2.5 times faster
 to build, about 4% slower to run).
 
+A build when no source changed since the last one (same hashes, same directives, every module in place) does
+nothing. Otherwise only the modules whose bytes changed are put in place, each by a new file renamed over the
+old one (`kcm.compiled.install_file`), then the manifest the same way: an exploration running from the build
+meanwhile keeps the modules it mapped (a copy over them killed it with SIGBUS).
+
     python ci/build_compiled.py [--jobs N] [--force] [--no-pgo]
 """
 
@@ -64,6 +69,9 @@ def main(argv: list[str] | None = None) -> int:
         force = args.force or json.loads(MANIFEST.read_text()).get("directives") != directives
     except (OSError, ValueError, AttributeError):
         force = True  # no build yet, or a damaged manifest
+    if not force and not args.instrument and _up_to_date(directives):
+        print(f"build_compiled: every module is up to date in {MANIFEST.parent.relative_to(ROOT)} (nothing rebuilt)")
+        return 0
     if args.no_pgo:
         return _build(args.jobs, force, [], [], directives)
     if args.instrument:
@@ -105,15 +113,9 @@ def _build(jobs: int, force: bool, cflags: list[str], ldflags: list[str], direct
     from Cython.Build import cythonize
     from setuptools import Distribution, Extension
 
-    from kcm.compiled import BUILD, MANIFEST, PACKAGES, digest, source_of
+    from kcm.compiled import BUILD, MANIFEST, digest, install_file
 
-    sources = {}
-    for package, folder in PACKAGES.items():
-        for path in sorted((ROOT / folder).glob("*.py")):
-            rel = f"{folder}/{path.name}"
-            name = f"{package}.{path.stem}"
-            if path.name != "__init__.py" and rel not in EXCLUDED and source_of(name) is not None:
-                sources[name] = path
+    sources = _sources()
     hashes = {name: digest(path) for name, path in sources.items()}  # of the sources as they are compiled
     include = _declarations(sources, WORK / "pxd")
     exts = [Extension(name, [str(path.relative_to(ROOT))], extra_compile_args=CFLAGS + cflags,
@@ -135,20 +137,57 @@ def _build(jobs: int, force: bool, cflags: list[str], ldflags: list[str], direct
     cmd.force = force  # a C flag changed: every module is compiled again, not only those whose C file is new
     cmd.ensure_finalized()
     cmd.run()
-    if MANIFEST.exists():
-        MANIFEST.unlink()  # no manifest while the folder is half replaced: the pure path is used meanwhile
+    # The modules first, the manifest last: until it is replaced, the old manifest's hashes send every process to
+    # the source of a module whose source changed, and a module whose source did not change is the same code.
     BUILD.mkdir(parents=True, exist_ok=True)
     suffix = sysconfig.get_config_var("EXT_SUFFIX")
     manifest = {}
+    replaced = 0
     for name in sources:
         built = WORK / "lib" / (name.replace(".", "/") + suffix)
         binary = name + suffix
-        shutil.copyfile(built, BUILD / binary)
+        replaced += install_file(built, BUILD / binary)
         manifest[name] = {"source": hashes[name], "binary": binary}
-    MANIFEST.write_text(json.dumps({"modules": manifest, "directives": directives}, indent=1, sort_keys=True) + "\n")
-    print(f"build_compiled: {len(manifest)} modules compiled into {BUILD.relative_to(ROOT)}"
+    text = json.dumps({"modules": manifest, "directives": directives}, indent=1, sort_keys=True) + "\n"
+    staged = WORK / "manifest.json"
+    staged.write_text(text)
+    install_file(staged, MANIFEST)
+    print(f"build_compiled: {len(manifest)} modules compiled into {BUILD.relative_to(ROOT)}, {replaced} of them "
+          f"changed and put in place"
           + {True: " (profile-guided)", "training": " (instrumented for training)"}.get(directives.get("pgo"), ""))
     return 0
+
+
+def _sources() -> dict[str, Path]:
+    """Import name -> source file of every module the build compiles."""
+    from kcm.compiled import PACKAGES, source_of
+
+    sources = {}
+    for package, folder in PACKAGES.items():
+        for path in sorted((ROOT / folder).glob("*.py")):
+            rel = f"{folder}/{path.name}"
+            name = f"{package}.{path.stem}"
+            if path.name != "__init__.py" and rel not in EXCLUDED and source_of(name) is not None:
+                sources[name] = path
+    return sources
+
+
+def _up_to_date(directives: dict) -> bool:
+    """Whether the installed build is the one these sources and directives make: same modules, same hashes, every
+    module's file in place."""
+    from kcm.compiled import BUILD, MANIFEST, digest
+
+    try:
+        recorded = json.loads(MANIFEST.read_text())
+        modules = recorded["modules"]
+        if recorded.get("directives") != directives:
+            return False
+        sources = _sources()
+        return set(modules) == set(sources) and all(
+            modules[name]["source"] == digest(path) and (BUILD / modules[name]["binary"]).is_file()
+            for name, path in sources.items())
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
 
 
 def _declarations(sources: dict[str, Path], shadow: Path) -> Path:

@@ -6,6 +6,11 @@ SHA-256. At import, `install` puts a finder first on `sys.meta_path` that loads 
 when its source still has the recorded hash; a module edited since the build, a wheel install (no build
 folder) or `KCM_PURE=1` gets the pure-Python source. The pure path is always there, and a test checks that
 both give the same exploration.
+
+A rebuild must not disturb a process running from the build: the loader maps each module's file, and a file
+rewritten in place under a mapping kills that process with SIGBUS. So `install_file` puts a module in place by
+writing a new file beside it and renaming it over the old one (a running process keeps the old file's pages),
+and leaves a module whose bytes did not change alone.
 """
 
 from __future__ import annotations
@@ -16,7 +21,9 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -64,8 +71,9 @@ def digest(path: Path, _seen: frozenset[Path] = frozenset()) -> str:
 class CompiledFinder:
     """Finds the compiled form of a kcm module whose source is unchanged since the build (else defers)."""
 
-    def __init__(self, modules: dict[str, dict[str, str]]) -> None:
-        self.modules = modules  # import name -> {"source": sha256, "binary": file name under BUILD}
+    def __init__(self, modules: dict[str, dict[str, str]], build: Path = BUILD) -> None:
+        self.modules = modules  # import name -> {"source": sha256, "binary": file name under `build`}
+        self.build = build
         self.loaded: set[str] = set()
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
@@ -74,7 +82,7 @@ class CompiledFinder:
         if entry is None:
             return None
         source = source_of(fullname)
-        binary = BUILD / entry["binary"]
+        binary = self.build / entry["binary"]
         try:
             if source is None or not binary.is_file() or digest(source) != entry["source"]:
                 return None  # edited since the build (or gone): the source is the truth
@@ -85,20 +93,50 @@ class CompiledFinder:
         return importlib.util.spec_from_file_location(fullname, binary, loader=loader)
 
 
-def install() -> CompiledFinder | None:
-    """Put the compiled build first in the import system, if there is one and KCM_PURE is not set."""
-    if os.environ.get("KCM_PURE") or not MANIFEST.is_file():
+def install(build: Path = BUILD) -> CompiledFinder | None:
+    """Put the compiled build (of the folder `build`) first in the import system, if there is one and KCM_PURE is
+    not set."""
+    manifest = build / MANIFEST.name
+    if os.environ.get("KCM_PURE") or not manifest.is_file():
         return None
     finder = _installed()
     if finder is not None:
         return finder
     try:
-        modules = json.loads(MANIFEST.read_text())["modules"]
+        modules = json.loads(manifest.read_text())["modules"]
     except (OSError, ValueError, KeyError, TypeError):
         return None  # a damaged build is ignored: the pure path still works
-    finder = CompiledFinder(modules)
+    finder = CompiledFinder(modules, build)
     sys.meta_path.insert(0, finder)
     return finder
+
+
+def same_bytes(a: Path, b: Path) -> bool:
+    """Whether two files hold the same bytes (False when either is missing)."""
+    try:
+        if a.stat().st_size != b.stat().st_size:
+            return False
+        return hashlib.sha256(a.read_bytes()).digest() == hashlib.sha256(b.read_bytes()).digest()
+    except OSError:
+        return False
+
+
+def install_file(built: Path, target: Path) -> bool:
+    """Put the file `built` at `target` without touching the old file's bytes: a new file beside it, renamed over
+    it (a process that mapped the old one keeps it). False, and nothing done, when `target` already holds them."""
+    if same_bytes(built, target):
+        return False
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as out, open(built, "rb") as inp:
+            shutil.copyfileobj(inp, out)
+        os.chmod(tmp, 0o755)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return True
 
 
 def compiled_modules() -> list[str]:

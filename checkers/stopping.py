@@ -1,0 +1,194 @@
+"""Stopping a long search cleanly: on SIGINT or SIGTERM, or when its processes hold too much memory.
+
+A signal only sets a flag (`StopRequest.reason`); the engines look at it at safe points (every few hundred
+successors, and while they wait for their workers or for a Spark job) and then give up the level in work, write
+the checkpoint of the last level boundary and return a partial result. So nothing is half-written: a second
+signal while the checkpoint is written only sets the flag again, and the write (a temporary file renamed over
+the old one, `checkpoint.save`) finishes.
+
+Outside the search itself (reading the config before, judging liveness after) there is nothing to save: there a
+signal raises `Interrupted`, which the command reports in one line.
+
+Memory is the proportional set size (PSS, pages shared by forked workers counted once) of this process and all
+of its descendants (the `--workers` processes; on Spark in local mode the JVM and its Python workers), read from
+/proc at most once per `every` seconds, falling back to the resident set size where /proc has no smaps_rollup.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+_SIZE = re.compile(r"(\d{1,15})(?:\.(\d{1,3}))?\s*([KMGT]?)(?:I?B)?", re.I)
+MIN_MEMORY = 1 << 20  # --max-memory below 1 MiB is refused: no Python process is that small
+MAX_MEMORY = 1 << 50
+
+
+class Interrupted(Exception):
+    """A stop signal outside the search, where no checkpoint is due; the message names the signal."""
+
+
+def parse_size(text: str) -> int:
+    """Bytes of a size written as a number and an optional unit (K, M, G, T; powers of 1024): `6G`, `500M`."""
+    m = _SIZE.fullmatch(text.strip()[:40])
+    if m is None:
+        raise ValueError(f"{text[:40]!r} is not a size (a number and K, M, G or T, e.g. 6G or 500M)")
+    whole, frac, unit = m.groups()
+    unit_bytes = _UNITS[unit.upper()]
+    value = int(whole) * unit_bytes + (int(frac) * unit_bytes) // 10 ** len(frac) if frac else int(whole) * unit_bytes
+    if not MIN_MEMORY <= value <= MAX_MEMORY:
+        raise ValueError(f"{text[:40]!r} is not from 1M to 1024T")
+    return value
+
+
+def show_size(n: float) -> str:
+    """A byte count for a message: MiB under 10 GiB, else GiB."""
+    return f"{n / (1 << 20):,.0f} MiB" if n < 10 * (1 << 30) else f"{n / (1 << 30):,.1f} GiB"
+
+
+def _descendants(root: int) -> list[int]:
+    """`root` and every process below it, from the parent ids in /proc/*/stat."""
+    children: dict[int, list[int]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return [root]
+    for name in entries:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue  # gone meanwhile
+        # The command name may hold spaces and parentheses: the fields after the last ')' are fixed.
+        fields = stat[stat.rfind(b")") + 2:].split()
+        if len(fields) > 1:
+            children.setdefault(int(fields[1]), []).append(int(name))
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo.extend(children.get(pid, ()))
+    return out
+
+
+def _memory_of(pid: int) -> int:
+    """Bytes of memory a process holds: its PSS, or its RSS where /proc has no smaps_rollup; 0 if it is gone."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
+            for line in f:
+                if line.startswith(b"Pss:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        with open(f"/proc/{pid}/statm", "rb") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def memory_in_use(root: int | None = None) -> int:
+    """Bytes held by process `root` (default: this one) and all its descendants (see the module)."""
+    return sum(_memory_of(pid) for pid in _descendants(os.getpid() if root is None else root))
+
+
+def can_measure() -> bool:
+    """Whether this system shows processes' memory in /proc (what --max-memory reads)."""
+    return Path(f"/proc/{os.getpid()}/statm").is_file()
+
+
+class StopRequest:
+    """Why a search should stop early, set by a signal handler or by the memory watch; polled by the engines."""
+
+    def __init__(self, max_memory: int | None = None, every: float = 1.0) -> None:
+        self.reason: str | None = None
+        self.max_memory = max_memory
+        self.every = every
+        self.peak = 0  # the most memory seen by a reading
+        self.acted = False  # an engine cut its search short for this request (and wrote its checkpoint)
+        self.armed = False  # inside the search: a signal sets the flag; outside it raises Interrupted
+        self._next = 0.0
+
+    def request(self, reason: str) -> None:
+        """Ask the search to stop (the first reason is kept)."""
+        if self.reason is None:
+            self.reason = reason
+
+    def poll(self) -> bool:
+        """Whether the search should stop now; reads the memory in use when a reading is due."""
+        if self.reason is None and self.max_memory is not None:
+            now = time.monotonic()
+            if now >= self._next:
+                self._next = now + self.every
+                used = memory_in_use()
+                self.peak = max(self.peak, used)
+                if used > self.max_memory:
+                    self.request(f"memory in use {show_size(used)} passed --max-memory {show_size(self.max_memory)}")
+        return self.reason is not None
+
+    @contextmanager
+    def search(self) -> Iterator[None]:
+        """The span in which a signal only sets the flag, for the engine to act on at its next safe point."""
+        self.armed = True
+        try:
+            yield
+        finally:
+            self.armed = False
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        name = signal.Signals(signum).name
+        if self.reason is not None:
+            # os.write, not print: the interrupted code may be in the middle of a write to sys.stderr itself.
+            _say(f"kcm explore: {name} again: still stopping (the checkpoint is written whole; SIGKILL ends "
+                 f"at once)\n")
+            return
+        self.request(f"{name} received")
+        if not self.armed:
+            raise Interrupted(f"{name} received")
+        _say(f"kcm explore: {name} received: stopping at the next safe point, writing the checkpoint\n")
+
+
+def _say(text: str) -> None:
+    try:
+        os.write(sys.stderr.fileno(), text.encode())
+    except (OSError, ValueError, AttributeError):
+        pass  # no usable stderr: the summary still says why the run stopped
+
+
+@contextmanager
+def on_signals(stop: StopRequest) -> Iterator[StopRequest]:
+    """SIGINT and SIGTERM handled by `stop` (see the module) until the block ends; the old handlers back then,
+    unless a stop was asked for: then the process is ending, and a signal repeated after the block is ignored
+    rather than allowed to kill it with a traceback on the way out."""
+    old = {}
+    for sig in SIGNALS:
+        old[sig] = signal.signal(sig, stop._on_signal)
+    try:
+        yield stop
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, signal.SIG_IGN if stop.reason is not None else handler)
+
+
+def reinstall(stop: StopRequest) -> None:
+    """Take SIGINT and SIGTERM back (a library such as PySpark put its own handler in place meanwhile)."""
+    for sig in SIGNALS:
+        signal.signal(sig, stop._on_signal)
+
+
+def ignore_signals() -> None:
+    """In a worker process: SIGINT and SIGTERM are the coordinator's to handle (a terminal's Ctrl-C reaches the
+    whole process group); the worker ends when the coordinator closes its pipe or kills it."""
+    for sig in SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)
