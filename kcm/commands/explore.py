@@ -42,6 +42,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "and counterexamples")
     p.add_argument("--max-states", type=flags.count(1, flags.MAX_STATES),
                    help="stop after this many distinct states (the run is then partial)")
+    p.add_argument("--estimate", nargs="?", const=20.0, type=flags.seconds(0.1, flags.MAX_SECONDS), metavar="SECONDS",
+                   help="estimate the whole space's distinct states, depth and time per engine instead of exploring "
+                        "it: exact levels for about SECONDS (default 20; --max-states caps them), one level "
+                        "sampled, the rest extrapolated (docs/exploration.md)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--out", help="write each counterexample as a `kcm run` scenario into this folder")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
@@ -101,6 +105,8 @@ def main(args: argparse.Namespace) -> int:
     if args.walks is not None and (args.checkpoint is not None or args.resume is not None):
         print("kcm explore: --checkpoint and --resume are for the exhaustive search, not --walks", file=sys.stderr)
         return 2
+    if args.estimate is not None:
+        return _estimate(args, explored, model.cfg.get("name", args.config))
     identity = checkpoint.config_identity(dict(model.cfg, user_properties=user.identity(model.properties()))
                                           if mine else model.cfg, "symmetry" if explored is not model else "none")
     resume = None
@@ -206,6 +212,43 @@ def _only(ids: list[str] | None, cfg: dict[str, Any], mine: list[Any]) -> set[st
     if ours:
         cfg["properties"] = ours
     return set(ids)
+
+
+def _estimate(args: argparse.Namespace, explored: Any, name: str) -> int:
+    """`--estimate`: the size of the whole space and its time per engine, printed (text or JSON)."""
+    from kcm.checkers import estimate
+
+    if args.walks is not None or args.resume is not None or args.checkpoint is not None:
+        print("kcm explore: --estimate runs on its own, not with --walks, --checkpoint or --resume", file=sys.stderr)
+        return 2
+    est = estimate.estimate(explored, args.estimate, args.max_states, args.seed)
+    out = dict(est.to_json(), config=name)
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return 0
+    depth = f"{out['depth']}" if est.closed else f"~{out['depth']} ({out['depth_low']}-{out['depth_high']})"
+    states = (f"{out['distinct_states']:,}" if est.closed else
+              f"~{out['distinct_states']:,} (range {out['distinct_states_low']:,}-{out['distinct_states_high']:,})")
+    lines = [f"kcm explore --estimate: config {name}", f"  distinct states {states}, depth {depth}",
+             f"  method: {out['method']}",
+             f"  exact levels: {', '.join(f'{n:,}' for n in out['exact_levels'])}"]
+    if out["sampled_level"] is not None:
+        lines.append(f"  sampled level: ~{out['sampled_level']:,}; projected levels: "
+                     f"{', '.join(f'{n:,}' for n in out['projected_levels']) or 'none'}")
+    lines.append(f"  measured {out['states_per_second']:,.0f} states/s on the local engine ({out['explored_states']:,} "
+                 f"states); the estimate took {out['seconds']} s")
+    lines.append("  time to explore the whole space:")
+    lines += [f"    {e['engine']:18} ~{_duration(e['seconds'])} ({_duration(e['seconds_low'])}-"
+              f"{_duration(e['seconds_high'])}); speed: {e['speed_from']}" for e in out["engines"]]
+    print("\n".join(lines))
+    return 0
+
+
+def _duration(seconds: float) -> str:
+    """Seconds as a person reads them: 40 s, 12 min, 3.5 h."""
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.0f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
 
 
 PARTIAL = 3  # exit code of a run cut short by --max-states that found no violation: nothing is known to hold
