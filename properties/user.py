@@ -40,7 +40,7 @@ from kcm.reference.result import result_document
 MAX_SOURCE_BYTES = 1 << 20  # a predicate's file is a few kilobytes; anything past this is not one
 ID = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}")  # an id is also a file name (`explore --out`)
 KINDS = {1: ALWAYS, 3: STEP}  # parameters -> expectation
-_VIEWS_KEPT = 4096  # read-only views memoized (by the state's identity) before the memo starts afresh
+_VIEWS_KEPT = 1 << 15  # views memoized (by identity) before the memo starts afresh: about 2 KB each on `controller`
 
 
 class BadProperty(ValueError):
