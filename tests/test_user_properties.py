@@ -88,10 +88,12 @@ def test_local_and_two_workers_judge_user_properties_alike(rules, capsys):
     code2, workers = _explore(capsys, "--config", "tiny", "--workers", "2", *specs)
     assert code2 == 1
     _same(local, workers)
-    # The whole boundary: the holding ones hold, on both engines.
+    # The whole boundary: the holding ones hold, the failing one is an error, on both engines.
+    specs.append(f"--property={rules}:writes_the_state")
     code, whole = _explore(capsys, "--config", "tiny", "--continue", *specs)
     assert whole["verdicts"]["isr_within_replicas"] == "holds"
     assert whole["verdicts"]["controller_epoch_grows"] == "holds"
+    assert whole["verdicts"]["writes_the_state"] == "error"
     _same(whole, _explore(capsys, "--config", "tiny", "--continue", "--workers", "2", *specs)[1])
 
 
@@ -131,6 +133,11 @@ def test_a_predicate_that_fails_is_that_propertys_error_with_its_traceback(rules
     assert "kcm" not in error.split(str(rules))[0].replace("Traceback", "")  # the user's frames only
     assert s["counterexamples"]["forgets_to_return"]["evidence"]["error"] == (
         "forgets_to_return returned NoneType None, not True or False")
+    # Its scenario replays the path; `kcm run` does not know the id, so nothing is expected of it.
+    scenario = tmp_path / "cex.json"
+    scenario.write_text(json.dumps(s["counterexamples"]["writes_the_state"]["scenario"]))
+    assert main(["run", str(scenario)]) == 0
+    assert json.loads(capsys.readouterr().out)["controller"]["epoch"] == 2
     page = html.read_text()
     assert "mappingproxy" in page and "error" in page
     # The text report says it too.
