@@ -13,6 +13,7 @@ at the shallowest depth. `search` takes the least whatever order `expand_level` 
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import time
 from collections.abc import Callable, Collection, Iterable
@@ -104,12 +105,15 @@ def search(model: Any, engine: str, expand_level: Callable[[list[Any]], Iterable
         # fingerprint -> (parent, action position, action, state, state properties violated or None)
         pending: dict[int, tuple[int, int, Any, Any, list[str] | None]] = {}
         level_best: dict[str, tuple[int, int]] = {}  # step property -> least (parent, action position)
+        goal_best: dict[str, tuple[int, int]] = {}  # goal first reached in this level -> least link
+        known = set(found.reached)
         unchecked: list[int] = []
         parent = 0
         n = -1
         for n, (nfp, item, parent, aidx, action, bad_step, bad, reached) in enumerate(expand_level(frontier)):
             if reached:
                 found.reached.update(reached)
+                least_of(goal_best, known, reached, (parent, aidx))
             for name in bad_step:
                 if name not in witnesses and level_best.get(name, (parent, aidx)) >= (parent, aidx):
                     level_best[name] = (parent, aidx)
@@ -137,13 +141,16 @@ def search(model: Any, engine: str, expand_level: Callable[[list[Any]], Iterable
                 # violation there already has its (shorter) witness, a goal reached there is already recorded.
                 judged = judged_props if rechecks is None else rechecks.after_step(frontier[parent], item)
                 bad, reached = state_checks(model, item, judged)
-                found.reached.update(reached)
+                if reached:
+                    found.reached.update(reached)
+                    least_of(goal_best, known, reached, (parent, aidx))
             for name in bad:
                 if name not in witnesses and level_best.get(name, (parent, aidx)) >= (parent, aidx):
                     level_best[name] = (parent, aidx)
-        for name, (parent, aidx) in level_best.items():
-            root, steps = visited.path(depth, parent)
-            witnesses[name] = (root, steps + [aidx])
+        for best, into in ((level_best, witnesses), (goal_best, found.goals)):
+            for name, (parent, aidx) in best.items():
+                root, steps = visited.path(depth, parent)
+                into[name] = (root, steps + [aidx])
         if rows:
             visited.add_level(fps[order], np.array([r[0] for r in rows], dtype=np.int64)[order],
                               np.array([r[1] for r in rows], dtype=np.int64)[order])
@@ -163,12 +170,27 @@ def search(model: Any, engine: str, expand_level: Callable[[list[Any]], Iterable
         found.complete = False
         found.stopped = True
     found.violations = {name: replay(model, root, steps) for name, (root, steps) in sorted(witnesses.items())}
+    goal_traces(model, found)
     found.distinct_states = len(visited)
     found.depth = depth
     found.seconds = spent + time.perf_counter() - start
     found.bytes_per_state = visited.nbytes() / max(1, len(visited))
     found.visited = visited
     return found
+
+
+def least_of(best: dict[str, tuple[int, int]], known: Collection[str], names: Iterable[str],
+             key: tuple[int, int]) -> None:
+    """Keep `key` as the link of each of `names` not `known` before the level, where it is the least yet."""
+    for name in names:
+        if name not in known and best.get(name, key) >= key:
+            best[name] = key
+
+
+def goal_traces(model: Any, found: Exploration) -> None:
+    """Turn the goals' witnesses (initial-state position, action positions), which a search keeps in
+    `found.goals`, into the action traces that reach them (a resumed run has none for goals reached before)."""
+    found.goals = {name: replay(model, root, steps) for name, (root, steps) in sorted(found.goals.items())}
 
 
 def unreached(props: list[Any], reached: Collection[str]) -> list[Any]:
@@ -227,6 +249,8 @@ def first_frontier(model: Any, props: list[Any], found: Exploration, resume: Sna
     for pos, s in enumerate(frontier):
         bad, reached = state_checks(model, s, props)
         found.reached.update(reached)
+        for name in reached:
+            found.goals.setdefault(name, visited.path(0, pos))
         for name in bad:
             witnesses.setdefault(name, visited.path(0, pos))
     return Start(visited, fps[order].tolist(), frontier, witnesses, 0, [len(frontier)], 0, 0.0)
@@ -298,15 +322,17 @@ def _eta(sizes: list[int], frontier: int, done: int, new: int, expanded: int, se
     return (left + nxt / (1.0 - ratio)) * per_state
 
 
-def expander(model: Any) -> Callable[[list[Any]], Iterable[Row]]:
-    """The local engine's `expand_level`: every kept successor of every frontier state, with its step checks."""
+def expander(model: Any, tally: Any = None) -> Callable[[list[Any]], Iterable[Row]]:
+    """The local engine's `expand_level`: every kept successor of every frontier state, with its step checks;
+    with a coverage `tally` (`checkers/coverage.py`), each transition is counted there as well."""
     props = [p for p in model.properties() if p.expectation in STEP_KINDS]  # the ones step_checks judges
     fingerprint = model.fingerprint
+    successors = indexed_successors if tally is None else tally.successors
 
     def expand_level(frontier: list[Any]) -> Iterable[Row]:
         nonlocal props
         for pos, state in enumerate(frontier):
-            for aidx, action, nxt, effects in indexed_successors(model, state):
+            for aidx, action, nxt, effects in successors(model, state):
                 bad_step, reached = step_checks(model, state, action, nxt, effects, props)
                 if reached:
                     # A step goal reached once is reported once: `search` records it, judging it again changes
@@ -319,15 +345,21 @@ def expander(model: Any) -> Callable[[list[Any]], Iterable[Row]]:
 
 def explore(model: Any, max_states: int | None = None, progress: ProgressFn | None = None,
             checkpoint: Checkpointer | None = None, resume: Snapshot | None = None,
-            stop_at: Collection[str] | None = None, skip_unchanged: bool = True) -> Exploration:
+            stop_at: Collection[str] | None = None, skip_unchanged: bool = True,
+            coverage: bool = False) -> Exploration:
     """Explore every state reachable inside the boundary in this process, checking every property.
 
     `stop_at` (property names) ends the search after the first level that violates one of them;
-    `skip_unchanged=False` judges every state property in every new state (see `search`).
+    `skip_unchanged=False` judges every state property in every new state (see `search`); `coverage` counts
+    the transitions taken into `found.tally` (`checkers/coverage.py`).
     """
-    with no_collections():
-        found = search(model, "local", expander(model), max_states, progress, checkpoint, resume,
+    from kcm.checkers.coverage import Tally
+
+    tally = Tally() if coverage else None
+    with no_collections(), (tally.probing() if tally is not None else contextlib.nullcontext()):
+        found = search(model, "local", expander(model, tally), max_states, progress, checkpoint, resume,
                        stop_at=stop_at, skip_unchanged=skip_unchanged)
+        found.tally = tally
         # Every object the search made and kept (the model's memos, the visited set's links) is young when
         # collection resumes, so the first collection after it would scan them all (about 3% of a run of
         # `controller`). They form no reference cycles (checkers/collector.py): moved out of the collector's

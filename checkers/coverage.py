@@ -122,44 +122,124 @@ def run_steps(config: Any, steps: list[dict[str, Any]], cov: Coverage) -> None:
             cov.add_effects(effects)
 
 
-class _Recording:
-    """A model that counts the effects of every successor an explorer computes (local engine)."""
+class Tally:
+    """What one explorer process counted of the transitions it took: op names, table moves, selectors run.
 
-    def __init__(self, base: Any, cov: Coverage) -> None:
-        self._base, self._cov = base, cov
+    Every engine counts in the process that expands the states (the local engine, each `--workers` process, each
+    Spark task) with `successors` in place of `verdicts.indexed_successors`, and hands its counts over with
+    `take` at the end of a level; the coordinator `merge`s them like the level's other counters. A selector is
+    counted once per transition whose step ran it: the probe (`probing`) notes each selector the reference runs,
+    and the notes are cleared before each action is tried, so the model's own questions (which actions to offer)
+    and refused steps count nothing, and every engine counts the same.
+    """
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._base, name)
+    __slots__ = ("ops", "edges", "selectors", "ran")
 
-    def successor(self, state: Any, action: Any) -> Any:
-        """The base model's successor, its effects counted."""
-        from kcm.model.errors import KcmError
+    def __init__(self) -> None:
+        self.ops: dict[Any, int] = {}  # action type (op name once taken) -> transitions
+        self.edges: dict[tuple[str, str, str], int] = {}  # (machine, from, to) -> times logged
+        self.selectors: dict[str, int] = {}
+        self.ran: list[str] = []  # the selectors the step being tried has run so far
 
-        base = getattr(self._base, "successor", None)
-        if base is not None:
-            found = base(state, action)
-        else:
-            try:
-                found = self._base.step(state, action)
-            except KcmError:
-                return None
-            if found[0] == state or not self._base.within_boundary(found[0]):
-                return None
-        if found is not None:
-            self._cov.operations[action.to_step()["op"] if hasattr(action, "to_step") else type(action).__name__] += 1
-            self._cov.add_effects(found[1])
-        return found
+    def successors(self, model: Any, state: Any) -> list[tuple[int, Any, Any, Any]]:
+        """`verdicts.indexed_successors` (the same steps, the same order), each kept transition counted."""
+        out = []
+        successor = model.successor
+        ran, ops, edges = self.ran, self.ops, self.edges
+        for i, action in enumerate(model.actions(state)):
+            ran.clear()
+            found = successor(state, action)
+            if found is None:
+                continue
+            nxt, effects = found
+            out.append((i, action, nxt, effects))
+            kind = type(action)
+            ops[kind] = ops.get(kind, 0) + 1
+            for c in effects.state_changes:
+                key = (c.machine, c.from_state, c.to_state)
+                edges[key] = edges.get(key, 0) + 1
+            for name in ran:
+                self.selectors[name] = self.selectors.get(name, 0) + 1
+        return out
+
+    @contextlib.contextmanager
+    def probing(self) -> Iterator[None]:
+        """Note every selector the reference runs while the block runs (the probe is removed afterwards)."""
+        from kcm.reference import partition_machine
+
+        original = partition_machine.choose
+        ran = self.ran
+
+        def choose(t: Any, tp: tuple, selector: str, isr: tuple[int, ...]) -> Any:
+            ran.append(selector)
+            return original(t, tp, selector, isr)
+
+        partition_machine.choose = choose
+        try:
+            yield
+        finally:
+            partition_machine.choose = original
+
+    def take(self) -> dict[str, Any]:
+        """The counts so far as JSON-ready data (op names for action types), and a fresh start."""
+        ops: dict[str, int] = {}
+        for kind, n in self.ops.items():
+            name = _op_name(kind)
+            ops[name] = ops.get(name, 0) + n
+        out = {"operations": ops,
+               "edges": [[m, f, t, n] for (m, f, t), n in self.edges.items()], "selectors": dict(self.selectors)}
+        self.ops, self.edges, self.selectors = {}, {}, {}
+        return out
+
+    def merge(self, counts: dict[str, Any]) -> None:
+        """Add counts another process `take`s (or this one's own) to these."""
+        for name, n in counts["operations"].items():
+            self.ops[name] = self.ops.get(name, 0) + n
+        for m, f, t, n in counts["edges"]:
+            self.edges[(m, f, t)] = self.edges.get((m, f, t), 0) + n
+        for name, n in counts["selectors"].items():
+            self.selectors[name] = self.selectors.get(name, 0) + n
+
+    def add_to(self, cov: Coverage) -> None:
+        """Add every count to a coverage report."""
+        counts = self.take()
+        self.merge(counts)  # kept as well: the tally still holds what it counted
+        for name, n in counts["operations"].items():
+            cov.operations[name] += n
+        for m, f, t, n in counts["edges"]:
+            (cov.partition_edges if m == "partition" else cov.replica_edges)[(f, t)] += n
+        for name, n in counts["selectors"].items():
+            cov.selectors[name] += n
+
+
+def _op_name(kind: Any) -> str:
+    """The step op of an action type (`@operation`), or the type's name for an action that has none."""
+    if isinstance(kind, str):
+        return kind
+    from kcm.model.actions import CONTRACT_OPS, EXTENSION_OPS
+
+    for ops in (CONTRACT_OPS, EXTENSION_OPS):
+        for op, cls in ops.items():
+            if cls is kind:
+                return op
+    return kind.__name__
+
+
+def of_run(model: Any, tally: Tally, name: str | None = None) -> Coverage:
+    """The coverage of an exploration: the set-up that makes the initial state, then what the run's engine
+    counted (`Tally`) over every transition it took."""
+    cov = Coverage(model.config.rules, [f"explore {name or model.cfg.get('name', 'config')}"])
+    run_steps(model.config, model.scenario([])["steps"], cov)
+    tally.add_to(cov)
+    return cov
 
 
 def of_exploration(model: Any, max_states: int | None = None) -> Coverage:
     """Coverage of an exhaustive local exploration of a bounded model: every transition it takes is counted."""
     from kcm.checkers import bfs
 
-    cov = Coverage(model.config.rules, [f"explore {model.cfg.get('name', 'config')}"])
-    run_steps(model.config, model.scenario([])["steps"], cov)  # the set-up that makes the initial state
-    with selector_probe(cov):
-        bfs.explore(_Recording(model, cov), max_states)
-    return cov
+    found = bfs.explore(model, max_states, coverage=True)
+    return of_run(model, found.tally)
 
 
 def of_traces(paths: Iterable[str], rules: str) -> Coverage:
@@ -218,4 +298,5 @@ def text(cov: Coverage) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["Coverage", "of_exploration", "of_log", "of_scenarios", "of_traces", "selector_probe", "text"]
+__all__ = ["Coverage", "Tally", "of_exploration", "of_log", "of_run", "of_scenarios", "of_traces", "selector_probe",
+           "text"]

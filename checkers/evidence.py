@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kcm.model.interface import EVENTUALLY, SOMETIMES_STEP, STEP, Property
+from kcm.model.interface import EVENTUALLY, SOMETIMES, SOMETIMES_STEP, STEP, Property
 from kcm.model.names import replica_name, tp_name
 
 Path = tuple  # (field, ..., [key]) into a Cluster: NamedTuple fields, then at most one key of a frozen map
@@ -180,7 +180,9 @@ def _details() -> dict[str, Callable[[Any], list[Any]]]:
 
 
 def witness(prop: Property, model: Any, before: Any, action: Any, after: Any, effects: Any) -> dict[str, Any]:
-    """Why the property fails on this step: the changed entries it needs, each with its value before and after."""
+    """Why the property fails (a goal is reached) on this step: the changed entries it needs, each with its value
+    before and after."""
+    goal = prop.expectation in (SOMETIMES, SOMETIMES_STEP)  # judged true where it is reached
     old, new = entries(before), entries(after)
     changed = [p for p in list(old) + [p for p in new if p not in old] if old.get(p, MISSING) != new.get(p, MISSING)]
     needed = []
@@ -189,17 +191,18 @@ def witness(prop: Property, model: Any, before: Any, action: Any, after: Any, ef
             restored = _set(after, path, old.get(path, MISSING))
             ok = judge(prop, model, before, action, restored, effects)
         except Exception:  # noqa: BLE001 - a half-restored state may break the property's own assumptions
-            ok = False
-        if ok:
+            continue
+        if ok != goal:
             needed.append(path)
     out: dict[str, Any] = {"property": prop.name, "rule": prop.rule}
+    verb = "leaves the goal unreached" if goal else "makes the property hold again"
     if needed:
         out["entries"] = [{"what": label(p), **change(plain(old.get(p)), plain(new.get(p)))} for p in needed]
-        out["why"] = ("putting back any one of these entries to its value before the step makes the property hold "
-                      "again")
+        out["why"] = f"putting back any one of these entries to its value before the step {verb}"
     else:
+        whole = "the goal is reached by" if goal else "the property fails on"
         out["entries"] = [{"what": label(p), **change(plain(old.get(p)), plain(new.get(p)))} for p in changed]
-        out["why"] = ("no single entry explains it: the property fails on the step as a whole "
+        out["why"] = (f"no single entry explains it: {whole} the step as a whole "
                       "(its requests and state changes are in the step)" if changed else
                       "the step changed nothing the property reads")
     detail = _details().get(prop.name)
@@ -224,7 +227,8 @@ def _property(model: Any, name: str) -> Property:
 
 def build(model: Any, name: str, actions: list[Any], loop_start: int | None = None,
           setup_steps: int = 0) -> dict[str, Any]:
-    """The evidence of one counterexample: replay `actions` from the model's initial state.
+    """The evidence of one counterexample (or of a path that reaches a goal): replay `actions` from the model's
+    initial state.
 
     `setup_steps` is how many scenario steps come before the trace (a scenario replays the set-up first), so
     that step numbers match the `kcm run` scenario. `loop_start` marks a liveness lasso's loop.
@@ -265,7 +269,8 @@ def build(model: Any, name: str, actions: list[Any], loop_start: int | None = No
         out["witness"] = witness(prop, model, before, action, after, effects)
         out["witness"]["step"] = setup_steps + len(actions) - 1
     else:
-        out["witness"] = {"property": prop.name, "rule": prop.rule, "why": "violated in the initial state",
+        initial = "reached" if prop.expectation in (SOMETIMES, SOMETIMES_STEP) else "violated"
+        out["witness"] = {"property": prop.name, "rule": prop.rule, "why": f"{initial} in the initial state",
                           "entries": [], "step": None}
     return out
 

@@ -11,12 +11,14 @@ from html import escape
 from typing import Any, NamedTuple
 
 from kcm.checkers.evidence import json_short
+from kcm.model.interface import EVENTUALLY, SOMETIMES, SOMETIMES_STEP
 
 CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1400px}
 h1{font-size:22px}h2{font-size:18px;margin-top:28px;border-bottom:1px solid #ccc}h3{font-size:15px}
 .rule{background:#fff4e5;border-left:4px solid #e08a00;padding:8px 12px}
 .witness{background:#fdecec;border-left:4px solid #c62828;padding:8px 12px}
+.witness.goal{background:#e8f5e9;border-left-color:#2e7d32}
 table{border-collapse:collapse;margin:6px 0}td,th{border:1px solid #ccc;padding:3px 6px;text-align:left;
 vertical-align:top;font-size:12px}th{background:#f3f3f3}code,td.v{font-family:ui-monospace,monospace}
 td.cov{background:#c8e6c9;text-align:center}td.miss{background:#ffe0b2;text-align:center}
@@ -98,6 +100,32 @@ def _arrows(step: dict[str, Any], controller: Any) -> list[tuple[str, str, str]]
                     f"broker {leader}", f"Fetch {act.get('partition')}"))
     if op == "deliver":
         out.append(("controller", f"broker {act['broker']}", f"deliver CE={act.get('controller_epoch')}"))
+    out += _acks(step, act)
+    return out
+
+
+def _acks(step: dict[str, Any], act: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """The produce acknowledgements the client gets in a step: acks=1 at once from the leader, acks=all once the
+    leader's high watermark passes the records (the step that adds them to the history's `acked`)."""
+    out = []
+    if act.get("op") == "produce" and str(act.get("acks")) == "1":
+        leader = _leader(step, act.get("partition"))
+        if leader is not None:
+            out.append((f"broker {leader}", "client", f"ack {act.get('partition')} (acks=1)"))
+    for key, change in step["diff"].items():
+        if not key.startswith("history acked "):
+            continue
+        tp = key[len("history acked "):]
+        before, after = change["before"] or {}, change["after"] or {}
+        if isinstance(after, dict):  # offset -> leader epoch
+            new = [k for k, v in after.items() if v is not None and (not isinstance(before, dict) or k not in before
+                                                                    or before[k] is None)]
+        else:
+            new = [str(r[0]) if isinstance(r, list) and r else str(r) for r in after if r not in (before or [])]
+        leader = _leader(step, tp)
+        if new and leader is not None:
+            out.append((f"broker {leader}", "client",
+                        f"ack {tp} offset{'s' * (len(new) > 1)} {','.join(new)} (acks=all)"))
     return out
 
 
@@ -118,6 +146,10 @@ class StepHead(NamedTuple):
     step: int
     action: str
     loop_start: bool
+    mark: str = ""  # what this step does to the property: "AckedRecordsSurvive violated here", a goal reached
+
+
+GOAL_KINDS = (SOMETIMES, SOMETIMES_STEP)  # evidence of a path that reaches a goal rather than a violation
 
 
 class Message(NamedTuple):
@@ -137,7 +169,7 @@ def sequence(evidence: dict[str, Any]) -> tuple[list[str], list[StepHead | Messa
     for step in evidence["steps"]:
         act = step["action"]
         text = json.dumps(act, separators=(",", ":")) if isinstance(act, dict) else str(act)
-        rows.append(StepHead(step["step"], text, evidence.get("loop_start") == step["step"]))
+        rows.append(StepHead(step["step"], text, evidence.get("loop_start") == step["step"], _mark(evidence, step)))
         rows += [Message(frm, to, label) for frm, to, label in _arrows(dict(step, _leader=leaders), None)
                  if frm in lanes and to in lanes]
         for key, change in step["diff"].items():
@@ -146,6 +178,15 @@ def sequence(evidence: dict[str, Any]) -> tuple[list[str], list[StepHead | Messa
                 if "leader" in change["after"]:
                     leaders[f"{part[3]}-{part[5]}"] = change["after"]["leader"]
     return lanes, rows
+
+
+def _mark(evidence: dict[str, Any], step: dict[str, Any]) -> str:
+    """What the step does to the evidence's property, when it is the witness's step: violates it, reaches it."""
+    if evidence.get("witness", {}).get("step") != step["step"]:
+        return ""
+    if evidence.get("kind") in GOAL_KINDS:
+        return f"{evidence['property']} reached here"
+    return f"{evidence['property']} {'still unsettled' if evidence.get('kind') == EVENTUALLY else 'violated'} here"
 
 
 def sequence_svg(evidence: dict[str, Any]) -> str:
@@ -159,9 +200,17 @@ def sequence_svg(evidence: dict[str, Any]) -> str:
         if isinstance(row, StepHead):
             y += 26
             loop = " (the loop starts here)" if row.loop_start else ""
-            rows.append(f'<rect x="4" y="{y - 15}" width="{x[lanes[-1]] + 100}" height="20" fill="#eef3fb"/>'
-                        f'<text x="8" y="{y}" font-weight="bold">step {row.step}: {_h(row.action[:150])}{_h(loop)}'
-                        '</text>')
+            goal = row.mark.endswith("reached here")
+            fill = "#eef3fb" if not row.mark else "#e8f5e9" if goal else "#fdecec"
+            mark = (f'<text x="{x[lanes[-1]] + 100}" y="{y}" text-anchor="end" font-weight="bold" class="mark" '
+                    f'fill="{"#2e7d32" if goal else "#c62828"}">{"&#10003;" if goal else "&#10007;"} '
+                    f'{_h(row.mark)}</text>' if row.mark else "")
+            room = max(30, int((x[lanes[-1]] + 80 - (len(row.mark) + 4) * 7.3 * bool(row.mark)) / 7.3) - 12)
+            text = row.action if len(row.action) <= room else row.action[:room - 3] + "..."
+            rows.append(f'<rect x="4" y="{y - 15}" width="{x[lanes[-1]] + 100}" height="20" fill="{fill}"'
+                        f'{" stroke=" + chr(34) + ("#2e7d32" if goal else "#c62828") + chr(34) if row.mark else ""}/>'
+                        f'<text x="8" y="{y}" font-weight="bold">step {row.step}: {_h(text)}{_h(loop)}'
+                        '</text>' + mark)
             continue
         y += 24
         x1, x2 = x[row.frm], x[row.to]
@@ -213,11 +262,14 @@ def evidence_section(evidence: dict[str, Any], title: str | None = None) -> list
             f"<td class=\"v\">{_value(e['after'])}</td></tr>" for e in w["entries"]) + "</table>")
     if "error" in evidence:  # a user's predicate that raised (or returned no bool): its traceback
         witness.append(f"<pre class=\"error\">{_h(evidence['error'])}</pre>")
-    out.append("<div class=\"witness\">" + "".join(witness) + "</div>")
+    goal = evidence.get("kind") in GOAL_KINDS
+    out.append(f"<div class=\"witness{' goal' if goal else ''}\">" + "".join(witness) + "</div>")
     out += ["<h3>Sequence diagram</h3>", sequence_svg(evidence), "<h3>What each step changed</h3>"]
     for step in evidence["steps"]:
         act = step["action"]
-        out.append(f"<p><b>step {step['step']}</b> <code>{_h(json.dumps(act))}</code></p>")
+        mark = _mark(evidence, step)
+        out.append(f"<p><b>step {step['step']}</b> <code>{_h(json.dumps(act))}</code>"
+                   + (f" <b class=\"{'ok' if goal else 'bad'}\">&larr; {_h(mark)}</b>" if mark else "") + "</p>")
         if step["diff"]:
             out.append("<table><tr><th>entry</th><th>before</th><th>after</th></tr>" + "".join(
                 f"<tr><td>{_h(k)}</td><td class=\"v\">{_value(c['before'])}</td><td class=\"v\">"
@@ -276,6 +328,14 @@ def exploration_page(summary: dict[str, Any], coverage: dict[str, Any] | None = 
                 for k, v in summary["verdicts"].items()) + "</table>"]
     for cex in summary["counterexamples"].values():
         body += evidence_section(cex["evidence"])
+    goals = summary.get("goals") or {}
+    if goals:
+        body.append("<h2>Goals reached: a shortest path to each</h2>")
+    for name, goal in goals.items():
+        body.append(f"<details><summary><b>{_h(name)}</b> reached after {goal['length']} step"
+                    f"{'s' * (goal['length'] != 1)}</summary>")
+        body += evidence_section(goal["evidence"], f"A path to {name}")
+        body.append("</details>")
     if coverage is not None:
         body += coverage_section(coverage)
     return page(f"kcm explore: {summary.get('config')}", body)

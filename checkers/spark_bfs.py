@@ -103,12 +103,13 @@ class _Summaries(AccumulatorParam):
 
 
 def expander(model: Any, level: int, sink: Any, successors: bool = True, search: str = "",
-             reached: Collection[str] = ()) -> Any:
+             reached: Collection[str] = (), coverage: bool = False) -> Any:
     """The function mapInArrow runs on the frontier: `spark_expand.expansion` of the task's batches.
 
     It checks and (unless `successors` is off) expands each state, sends its successors and adds the partition's
     summary to the accumulator `sink`; `search` names the search whose kept model the workers expand with. Goals
-    already `reached` are not judged again (as in the local engine: judging them changes nothing).
+    already `reached` are not judged again (as in the local engine: judging them changes nothing). `coverage`:
+    each task's summary also holds its coverage counts.
     """
     state_props = unreached([p for p in model.properties() if p.expectation in STATE_KINDS], reached)
     step_props = unreached([p for p in model.properties() if p.expectation in STEP_KINDS], reached)
@@ -120,7 +121,7 @@ def expander(model: Any, level: int, sink: Any, successors: bool = True, search:
         task = TaskContext.get()  # None in the driver, which expands the small levels itself
         part = task.partitionId() if task is not None else 0
         yield from spark_expand.expansion(model, level, part, sink, successors, search, state_props, step_props,
-                                          batches)
+                                          batches, coverage)
 
     return run
 
@@ -149,8 +150,9 @@ class _Search:
     fingerprint (the JVM's collected once when the search came back to the driver).
     """
 
-    def __init__(self, model: Any, spark: Any, parts: int, compact_every: int) -> None:
+    def __init__(self, model: Any, spark: Any, parts: int, compact_every: int, coverage: bool = False) -> None:
         self.model = model
+        self.coverage = coverage
         self.spark = spark
         self.parts = parts
         self.compact_every = compact_every
@@ -160,6 +162,7 @@ class _Search:
         # property -> (depth of the witness state, its fp long, extra action position or -1)
         self.witness: dict[str, tuple[int, int, int]] = {}
         self.paths: dict[str, tuple[int, list[int]]] = {}  # witnesses read from a checkpoint, as paths
+        self.goal_witness: dict[str, tuple[int, int, int]] = {}  # goal -> a state or transition reaching it, as above
         self.pieces: list[Any] = []  # slim (fp, parent, aidx) pieces, each hash-partitioned by fp
         self.recent: list[Any] = []  # the newest levels' own blocks (states included) until compacted
         self.host: list[tuple[int, int, int]] = []  # (fp, parent, aidx) rows visited in the driver, not in the JVM
@@ -183,7 +186,7 @@ class _Search:
     def expand(self, frontier: Any, level: int, successors: bool = True) -> Any:
         """The level's successors (not yet deduplicated), as a lazy DataFrame."""
         return frontier.mapInArrow(expander(self.model, level, self.sink, successors, self.search,
-                                            self.found.reached), FRONTIER)
+                                            self.found.reached, self.coverage), FRONTIER)
 
     def visited(self) -> Any | None:
         """The JVM's part of the visited set as one DataFrame (None while it holds nothing)."""
@@ -280,7 +283,8 @@ class _Search:
             pa.array(cols[0], pa.int64()), pa.array(cols[1], pa.int64()), pa.array(cols[2], pa.int32()),
             pa.array(cols[3], pa.int64()), pa.array(cols[4], pa.binary())], names=NAMES)
         best: dict[int, tuple] = {}
-        for out in expander(self.model, level, self.host_sink, successors, reached=self.found.reached)(iter([batch])):
+        for out in expander(self.model, level, self.host_sink, successors, reached=self.found.reached,
+                            coverage=self.coverage)(iter([batch])):
             for row in zip(*(c.to_pylist() for c in out.columns), strict=True):
                 old = best.get(row[0])
                 if old is None or (row[1], row[2]) < (old[1], old[2]):
@@ -348,33 +352,49 @@ class _Search:
         mine = sorted(k for k in got if k[0] == level)
         step_best: dict[str, tuple[list[int], list[int]]] = {}
         state_best: dict[str, tuple[list[int], list[int]]] = {}
+        state_goal: dict[str, tuple[list[int], list[int]]] = {}
+        step_goal: dict[str, tuple[list[int], list[int]]] = {}
         count = transitions = 0
         reached: set[str] = set()
         reached_step: set[str] = set()
+        counted: list[dict] = []
         for key in mine:
             s = json.loads(got[key])
             count += s["expanded"]
             transitions += s["transitions"]
             reached.update(s["reached"])
             reached_step.update(s["reached_step"])
-            for best, seen in ((state_best, s["state_bad"]), (step_best, s["step_bad"])):
+            if "coverage" in s:
+                counted.append(s["coverage"])
+            for best, seen in ((state_best, s["state_bad"]), (step_best, s["step_bad"]),
+                               (state_goal, s["state_goal"]), (step_goal, s["step_goal"])):
                 for name, (order, payload) in seen.items():
                     if name not in best or order < best[name][0]:
                         best[name] = (order, payload)
         known = set(self.witness) | set(self.paths)
         wanted = set(stop_at or ()) - known
         stop = "state" if wanted & set(state_best) else "step" if wanted & set(step_best) else None
+        had = set(self.found.reached)
         self.found.reached.update(reached)
         for name, (_, (fp,)) in state_best.items():
             if name not in known:
                 self.witness.setdefault(name, (level, fp, -1))
+        for name, (_, (fp,)) in state_goal.items():
+            if name not in had:
+                self.goal_witness.setdefault(name, (level, fp, -1))
         if stop == "state":
             return count, stop
         self.found.transitions += transitions
+        if self.found.tally is not None:
+            for c in counted:
+                self.found.tally.merge(c)
         self.found.reached.update(reached_step)
         for name, (_, (fp, action)) in step_best.items():
             if name not in known:
                 self.witness.setdefault(name, (level, fp, action))
+        for name, (_, (fp, action)) in step_goal.items():
+            if name not in had:
+                self.goal_witness.setdefault(name, (level, fp, action))
         return count, stop
 
     def check_states(self, frontier: Any, depth: int, stop_at: Collection[str] | None) -> bool:
@@ -416,13 +436,15 @@ class _Search:
         meta = checkpoint_meta(self.found, paths, depth, sizes, sum(sizes[:-1]), seconds)
         checkpoint.write(links.visited(), links.fps[links.level == depth].tolist(), meta)
 
-    def traces(self) -> dict[str, list[Any]]:
-        """Each witness's action trace: parent links followed back, every property at once, one query per step."""
+    def traces(self, goals: bool = False) -> dict[str, list[Any]]:
+        """Each witness's action trace (of the goals reached, with `goals`): parent links followed back, every
+        property at once, one query per step."""
         from pyspark.sql import functions as F
 
         host = {fp: (parent, aidx) for fp, parent, aidx in self.host}
         visited = self.visited()
-        paths = {name: (fp, [] if extra < 0 else [extra]) for name, (_, fp, extra) in self.witness.items()}
+        paths = {name: (fp, [] if extra < 0 else [extra])
+                 for name, (_, fp, extra) in (self.goal_witness if goals else self.witness).items()}
         roots: dict[str, int] = {}
         while len(roots) < len(paths):
             wanted = sorted({fp for name, (fp, _) in paths.items() if name not in roots})
@@ -439,7 +461,8 @@ class _Search:
                 else:
                     paths[name] = (parent, [aidx] + steps)
         out = {name: (roots[name], steps) for name, (_, steps) in paths.items()}
-        out.update(self.paths)
+        if not goals:
+            out.update(self.paths)
         return {name: replay(self.model, root, steps) for name, (root, steps) in sorted(out.items())}
 
 
@@ -447,19 +470,24 @@ def explore(model: Any, spark: Any, max_states: int | None = None, progress: Pro
             partitions: int | None = None, checkpoint: Checkpointer | None = None,
             resume: Snapshot | None = None, timings: list[LevelTiming] | None = None,
             compact_every: int = COMPACT_EVERY, stop_at: Collection[str] | None = None,
-            host_below: int = HOST_BELOW) -> Exploration:
+            host_below: int = HOST_BELOW, coverage: bool = False) -> Exploration:
     """Explore every state reachable inside the boundary on Spark, checking every property of the model.
 
     `stop_at` (property names): end after the level in which one of them is first violated, as the local engine
     does (every violation of that level is still found, so the counterexamples are the canonical ones).
     Levels of at most `host_below` states run in the driver (0: every level on Spark); `resume` is a checkpoint
-    of any engine, and `checkpoint` writes the local engine's format.
+    of any engine, and `checkpoint` writes the local engine's format. `coverage` counts the transitions taken
+    into `found.tally` (`checkers/coverage.py`), task by task.
     """
     sc = spark.sparkContext
     parts = partitions or max(1, sc.defaultParallelism)
     _tune(spark, parts)
-    run = _Search(model, spark, parts, compact_every)
+    run = _Search(model, spark, parts, compact_every, coverage)
     found = run.found
+    if coverage:
+        from kcm.checkers.coverage import Tally
+
+        found.tally = Tally()
     start = time.perf_counter()
     frontier: Any
     if resume is None:
@@ -583,6 +611,7 @@ def explore(model: Any, spark: Any, max_states: int | None = None, progress: Pro
     found.distinct_states = states
     found.depth = depth
     found.violations = run.traces()
+    found.goals = run.traces(goals=True)
     found.seconds = spent + time.perf_counter() - start
     found.bytes_per_state = _bytes_per_state(spark, states) + run.host_bytes() / max(1, states)
     for df in run.pieces + run.recent:

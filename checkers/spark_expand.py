@@ -51,15 +51,28 @@ class Witnesses:
 
 
 def expansion(model: Any, level: int, part: int, sink: Any, successors: bool, search: str, state_props: list[Any],
-              step_props: list[Any], batches: Iterator[Any]) -> Iterator[Any]:
+              step_props: list[Any], batches: Iterator[Any], coverage: bool = False) -> Iterator[Any]:
     """Check and (unless `successors` is off) expand the frontier states of `batches`; yield their successors.
 
     Each distinct successor of a batch is sent once, with its least (parent order key, action position), and
     again in a later batch only with a lesser one. The partition's summary (counters, properties reached, least
     witnesses) goes to the accumulator `sink` under (level, part). `search` names the search, so that a Python
     worker expands with the model it kept from the search's earlier tasks (memos warm) instead of the fresh copy
-    each task unpickles.
+    each task unpickles. With `coverage`, the summary also holds the task's coverage counts (`checkers/coverage.py`).
     """
+    if not coverage:
+        yield from _expansion(model, level, part, sink, successors, search, state_props, step_props, batches, None)
+        return
+    from kcm.checkers.coverage import Tally
+
+    tally = Tally()
+    with tally.probing():
+        yield from _expansion(model, level, part, sink, successors, search, state_props, step_props, batches, tally)
+
+
+def _expansion(model: Any, level: int, part: int, sink: Any, successors: bool, search: str, state_props: list[Any],
+               step_props: list[Any], batches: Iterator[Any], tally: Any) -> Iterator[Any]:
+    """`expansion`, counting into `tally` when there is one."""
     import pyarrow as pa
     from kcm.checkers import spark_worker
 
@@ -69,6 +82,8 @@ def expansion(model: Any, level: int, part: int, sink: Any, successors: bool, se
     reached: set[str] = set()  # by the states themselves
     reached_step: set[str] = set()  # by their transitions
     state_bad, step_bad = Witnesses(), Witnesses()
+    state_goal, step_goal = Witnesses(), Witnesses()  # a state, a transition, that reaches each goal
+    expand = indexed_successors if tally is None else tally.successors
     sent: dict[int, tuple[int, int]] = {}  # successor long -> the least link this task has sent for it
     codec = spark_worker.CODEC
     # States form no reference cycles: the collector's scans of the batch's allocations would find nothing.
@@ -88,17 +103,21 @@ def expansion(model: Any, level: int, part: int, sink: Any, successors: bool, se
                 if hit:  # a goal reached is not judged again in this task (the local engine does the same)
                     reached.update(hit)
                     state_props = unreached(state_props, reached)
+                    for name in hit:
+                        state_goal.offer(name, (pkey, aidx), [fp])
                 for name in bad:
                     state_bad.offer(name, (pkey, aidx), [fp])
                 if not successors:
                     continue
                 key = order_key(fp)
-                for i, action, nxt, effects in indexed_successors(kept, state):
+                for i, action, nxt, effects in expand(kept, state):
                     transitions += 1
                     bad, hit = step_checks(kept, state, action, nxt, effects, step_props)
                     if hit:
                         reached_step.update(hit)
                         step_props = unreached(step_props, reached_step)
+                        for name in hit:
+                            step_goal.offer(name, (key, i), [fp, i])
                     for name in bad:
                         step_bad.offer(name, (key, i), [fp, i])
                     nfp = to_long(fingerprint(nxt))
@@ -119,5 +138,9 @@ def expansion(model: Any, level: int, part: int, sink: Any, successors: bool, se
     summary = {"transitions": transitions, "expanded": expanded, "reached": sorted(reached),
                "reached_step": sorted(reached_step),
                "state_bad": {n: [list(o), p] for n, (o, p) in state_bad.best.items()},
-               "step_bad": {n: [list(o), p] for n, (o, p) in step_bad.best.items()}}
+               "step_bad": {n: [list(o), p] for n, (o, p) in step_bad.best.items()},
+               "state_goal": {n: [list(o), p] for n, (o, p) in state_goal.best.items()},
+               "step_goal": {n: [list(o), p] for n, (o, p) in step_goal.best.items()}}
+    if tally is not None:
+        summary["coverage"] = tally.take()
     sink.add({(level, part): json.dumps(summary)})

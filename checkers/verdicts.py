@@ -29,6 +29,8 @@ class Exploration:
     # an empty loop: the run stops there with nothing fair left to do)
     loops: dict[str, int] = field(default_factory=dict)
     judged: set[str] = field(default_factory=set)  # EVENTUALLY properties judged on the whole graph
+    tally: Any = field(default=None, repr=False)  # the transitions counted for coverage (checkers.coverage.Tally)
+    goals: dict[str, list[Any]] = field(default_factory=dict)  # goal reached -> an action trace that reaches it
 
     def verdicts(self, properties: list[Property]) -> dict[str, str]:
         """Each property's verdict: holds / violated for always and step rules, reached / never reached otherwise."""
@@ -65,7 +67,17 @@ class Exploration:
                 "collision_probability": self.collision_probability(),
                 "bytes_per_state": round(self.bytes_per_state, 1),
                 "levels": [[n, round(t, 3)] for n, t in self.levels],
-                "verdicts": verdicts, "counterexamples": counterexamples}
+                "verdicts": verdicts, "counterexamples": counterexamples,
+                "goals": {name: self._goal(model, name, trace) for name, trace in sorted(self.goals.items())}}
+
+    def _goal(self, model: Any, name: str, trace: list[Any]) -> dict[str, Any]:
+        """A path that reaches a goal, as a `kcm run` scenario and as evidence (the step that reaches it marked)."""
+        from kcm.checkers import evidence
+
+        trace = model.expand(trace)
+        scenario = model.scenario(trace)
+        setup = len(scenario["steps"]) - len(trace)
+        return {"length": len(trace), "scenario": scenario, "evidence": evidence.build(model, name, trace, None, setup)}
 
     def _counterexample(self, model: Any, name: str, trace: list[Any]) -> dict[str, Any]:
         """One counterexample for the summary; a lasso also says where its loop starts (0: the first step)."""

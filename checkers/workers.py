@@ -32,7 +32,16 @@ from multiprocessing.connection import wait
 from typing import Any
 
 import numpy as np
-from kcm.checkers.bfs import Progress, ProgressFn, checkpoint_meta, first_frontier, should_stop, unreached
+from kcm.checkers.bfs import (
+    Progress,
+    ProgressFn,
+    checkpoint_meta,
+    first_frontier,
+    goal_traces,
+    least_of,
+    should_stop,
+    unreached,
+)
 from kcm.checkers.checkpoint import Checkpointer, Snapshot
 from kcm.checkers.collector import no_collections
 from kcm.checkers.verdicts import Exploration, indexed_successors, state_checks, step_checks
@@ -55,8 +64,8 @@ def _least(best: dict[str, tuple[int, int]], names: list[str], key: tuple[int, i
 class _Worker:
     """One worker process's state: its share of the frontier and the candidates of the level in work."""
 
-    def __init__(self, model: Any, conn: Any, frontier: list[tuple[int, Any]]) -> None:
-        self.model, self.conn = model, conn
+    def __init__(self, model: Any, conn: Any, frontier: list[tuple[int, Any]], tally: Any = None) -> None:
+        self.model, self.conn, self.tally = model, conn, tally
         self.frontier = frontier  # (global position in the level, state), in position order
         self.step_props = [p for p in model.properties() if p.expectation in STEP_KINDS]
         self.state_props = [p for p in model.properties() if p.expectation in STATE_KINDS]
@@ -92,8 +101,10 @@ class _Worker:
         fingerprint = model.fingerprint
         step_props = self.step_props
         step_best: dict[str, tuple[int, int]] = {}
+        goal_best: dict[str, tuple[int, int]] = {}  # step goal -> least link that reaches it
         reached: set[str] = set()
         transitions = 0
+        successors = indexed_successors if self.tally is None else self.tally.successors
         seen: dict[int, int] = {}  # fingerprint -> its candidate's index
         fps: list[int] = []
         parents: list[int] = []
@@ -109,13 +120,14 @@ class _Worker:
                     if li >= len(work):
                         break
                 pos, state = work[li]
-                for aidx, action, nxt, effects in indexed_successors(model, state):
+                for aidx, action, nxt, effects in successors(model, state):
                     transitions += 1
                     bad_step, hit = step_checks(model, state, action, nxt, effects, step_props)
                     if bad_step:
                         _least(step_best, bad_step, (pos, aidx))
                     if hit:
                         reached.update(hit)
+                        _least(goal_best, hit, (pos, aidx))
                     fp = fingerprint(nxt)
                     at = seen.get(fp)
                     if at is not None:
@@ -143,7 +155,9 @@ class _Worker:
         self.frontier = work  # the parents of this level's candidates, by their index `local`
         self.states, self.local = states, local
         self.links = (np.array(parents, dtype=np.int64), np.array(actions, dtype=np.int64))
-        return ("report", np.array(fps, dtype=FP), self.links[0], self.links[1], step_best, reached, transitions)
+        counted = self.tally.take() if self.tally is not None else None
+        return ("report", np.array(fps, dtype=FP), self.links[0], self.links[1], step_best, reached, transitions,
+                goal_best, counted)
 
     def _give(self, msg: tuple, work: list[tuple[int, Any]], done: int) -> None:
         """Answer a request for work: the last half of the states not expanded yet (none when few are left)."""
@@ -164,6 +178,7 @@ class _Worker:
         states, local, frontier = self.states, self.local, self.frontier
         parents, actions = self.links
         state_best: dict[str, tuple[int, int]] = {}
+        goal_best: dict[str, tuple[int, int]] = {}  # state goal -> least link of a new state that reaches it
         hits: set[str] = set()
         kept: list[tuple[int, Any]] = []
         for i, pos in zip(winners.tolist(), positions.tolist(), strict=True):
@@ -174,9 +189,10 @@ class _Worker:
                 _least(state_best, bad, (int(parents[i]), int(actions[i])))
             if hit:
                 hits.update(hit)
+                _least(goal_best, hit, (int(parents[i]), int(actions[i])))
             kept.append((pos, state))
         self.states, self.local = [], []
-        self.conn.send(("verdicts", state_best, hits))
+        self.conn.send(("verdicts", state_best, hits, goal_best))
         for count in gives:
             # States spread evenly over the share, not its tail: the taker's share then spans every position as
             # the giver's does (a share of the last positions would lose most ties for the least link next time).
@@ -191,22 +207,29 @@ class _Worker:
         self.frontier = kept
 
 
-def _serve(model: Any, conn: Any, frontier: list[tuple[int, Any]]) -> None:
+def _serve(model: Any, conn: Any, frontier: list[tuple[int, Any]], coverage: bool) -> None:
     # No cycle collection in a worker at all (it holds immutable states only): turning it back on at the end would
     # make the process's last allocations scan every object it made, which costs seconds at the exit of a big run.
     gc.disable()
-    _Worker(model, conn, frontier).run()
+    if not coverage:
+        _Worker(model, conn, frontier).run()
+        return
+    from kcm.checkers.coverage import Tally
+
+    tally = Tally()
+    with tally.probing():
+        _Worker(model, conn, frontier, tally).run()
 
 
 class _Pool:
     """The coordinator's ends of the workers' pipes, with a check that every worker is still there."""
 
-    def __init__(self, model: Any, shares: list[list[tuple[int, Any]]]) -> None:
+    def __init__(self, model: Any, shares: list[list[tuple[int, Any]]], coverage: bool = False) -> None:
         ctx = multiprocessing.get_context("fork")  # the workers inherit the model and their share as they are
         self.conns, self.procs = [], []
         for share in shares:
             mine, theirs = ctx.Pipe()
-            proc = ctx.Process(target=_serve, args=(model, theirs, share), daemon=True)
+            proc = ctx.Process(target=_serve, args=(model, theirs, share, coverage), daemon=True)
             proc.start()
             theirs.close()
             self.conns.append(mine)
@@ -342,14 +365,20 @@ def plan_moves(counts: list[int]) -> list[tuple[int, int, int]]:
 
 def explore(model: Any, workers: int, max_states: int | None = None, progress: ProgressFn | None = None,
             checkpoint: Checkpointer | None = None, resume: Snapshot | None = None,
-            stop_at: Collection[str] | None = None) -> Exploration:
-    """Explore the boundary with `workers` processes; the same result as `bfs.explore` (see the module)."""
+            stop_at: Collection[str] | None = None, coverage: bool = False) -> Exploration:
+    """Explore the boundary with `workers` processes; the same result as `bfs.explore` (see the module), the
+    coverage counts (`coverage`) included."""
     found = Exploration(f"local, {workers} workers")
+    if coverage:
+        from kcm.checkers.coverage import Tally
+
+        found.tally = Tally()
     start = time.perf_counter()
     props = [p for p in model.properties() if p.expectation in STATE_KINDS]
     visited, frontier_fps, states, witnesses, depth, sizes, expanded, spent = first_frontier(
         model, props, found, resume)
-    pool = _Pool(model, [[(p, states[p]) for p in range(w, len(states), workers)] for w in range(workers)])
+    pool = _Pool(model, [[(p, states[p]) for p in range(w, len(states), workers)] for w in range(workers)],
+                 coverage)
     del states
     try:
         with no_collections():
@@ -375,9 +404,15 @@ def _coordinate(model: Any, pool: _Pool, found: Exploration, start: float, visit
         level_start = time.perf_counter()
         reports = pool.expand()
         best: dict[str, tuple[int, int]] = {}
-        for _, _, _, _, step_best, reached, transitions in reports:
+        goal_best: dict[str, tuple[int, int]] = {}
+        known = set(found.reached)
+        for _, _, _, _, step_best, reached, transitions, goals, counted in reports:
             found.transitions += transitions
             found.reached.update(reached)
+            for name, key in goals.items():
+                least_of(goal_best, known, [name], key)
+            if counted is not None:
+                found.tally.merge(counted)
             for name, key in step_best.items():
                 if name not in witnesses:
                     _least(best, [name], key)
@@ -402,16 +437,19 @@ def _coordinate(model: Any, pool: _Pool, found: Exploration, start: float, visit
         if new_fps.size:  # while the workers judge their new states
             visited.add_level(new_fps, parents[won], actions[won])
         for w in range(workers):
-            _, state_best, reached = pool.recv(w)
+            _, state_best, reached, goals = pool.recv(w)
             found.reached.update(reached)
+            for name, key in goals.items():
+                least_of(goal_best, known, [name], key)
             for name, key in state_best.items():
                 if name not in witnesses:
                     _least(best, [name], key)
         for giver, taker, _ in moves:
             pool.relay(giver, taker)
-        for name, (parent, aidx) in best.items():
-            root, steps = visited.path(depth, parent)
-            witnesses[name] = (root, steps + [aidx])
+        for links, into in ((best, witnesses), (goal_best, found.goals)):
+            for name, (parent, aidx) in links.items():
+                root, steps = visited.path(depth, parent)
+                into[name] = (root, steps + [aidx])
         expanded += frontier
         frontier = int(new_fps.size)
         frontier_fps = new_fps.tolist()
@@ -431,6 +469,7 @@ def _coordinate(model: Any, pool: _Pool, found: Exploration, start: float, visit
         found.complete = False
         found.stopped = True
     found.violations = {name: replay(model, root, steps) for name, (root, steps) in sorted(witnesses.items())}
+    goal_traces(model, found)
     found.distinct_states = len(visited)
     found.depth = depth
     found.seconds = spent + time.perf_counter() - start

@@ -5,7 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from kcm.checkers import coverage
+import pytest
+from kcm.checkers import bfs, coverage
 from kcm.checkers.bounded import BoundedSystem, load_config
 from kcm.model.tables import rule_set
 
@@ -71,3 +72,63 @@ def test_cli_text_and_json():
     assert run.returncode == 0 and json.loads(run.stdout)["controller"] and "partition table:" in run.stderr
     explore = kcm("explore", "--config", "tiny", "--quiet", "--coverage")
     assert explore.returncode == 0 and "replica table:" in explore.stdout
+
+
+def _setup_steps(config: str) -> int:
+    return len(BoundedSystem(load_config(config)).scenario([])["steps"])
+
+
+def test_the_explore_report_counts_the_runs_own_transitions(tmp_path):
+    page = tmp_path / "r.html"
+    done = kcm("explore", "--config", "unclean", "--continue", "--quiet", "--json", "--coverage", "--html", str(page))
+    assert done.returncode == 1, done.stderr
+    summary = json.loads(done.stdout)
+    cov = summary["coverage"]
+    # One operation per transition the run took, plus the set-up steps that make the initial state.
+    assert sum(cov["operations"].values()) == summary["transitions"] + _setup_steps("unclean")
+    html = page.read_text()
+    for machine in ("partition", "replica"):
+        m = cov[f"{machine}_edges"]
+        assert f"{machine} table: {m['covered']} of {m['total']} edges covered" in html
+    for op, n in cov["operations"].items():
+        assert f"<tr><td>{op}</td><td>{n}</td></tr>" in html
+
+
+def test_a_run_stopped_at_its_first_violation_counts_only_what_it_explored():
+    model = BoundedSystem(load_config("unclean"))
+    stopped = bfs.explore(model, stop_at=bfs.safety_names(model), coverage=True)
+    whole = bfs.explore(model, coverage=True)
+    assert stopped.stopped and stopped.transitions < whole.transitions
+    for found in (stopped, whole):
+        ops = coverage.of_run(model, found.tally).to_dict()["operations"]
+        assert sum(ops.values()) == found.transitions + _setup_steps("unclean")
+    assert bfs.explore(model).tally is None  # a plain run counts nothing
+
+
+def _counts(found):
+    counts = found.tally.take()
+    return (sorted(counts["operations"].items()), sorted(map(tuple, counts["edges"])),
+            sorted(counts["selectors"].items()))
+
+
+@pytest.mark.parametrize("config", ["tiny", "unclean"])
+def test_coverage_is_the_same_on_one_process_and_on_workers(config):
+    from kcm.checkers import workers
+
+    model = BoundedSystem(load_config(config))
+    local = bfs.explore(model, coverage=True)
+    shared = workers.explore(model, 2, coverage=True)
+    assert local.transitions == shared.transitions
+    assert _counts(local) == _counts(shared)
+    assert local.goals == shared.goals and set(local.goals) == local.reached
+
+
+def test_coverage_is_the_same_on_spark_executors(spark):
+    from kcm.checkers import spark_bfs
+
+    model = BoundedSystem(load_config("unclean"))
+    stop_at = bfs.safety_names(model)
+    local = bfs.explore(model, stop_at=stop_at, coverage=True)
+    found = spark_bfs.explore(model, spark, stop_at=stop_at, host_below=0, coverage=True)  # every level in tasks
+    assert found.transitions == local.transitions and _counts(found) == _counts(local)
+    assert {k: len(v) for k, v in found.goals.items()} == {k: len(v) for k, v in local.goals.items()}

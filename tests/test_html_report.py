@@ -44,9 +44,10 @@ class Balance(HTMLParser):
 
 def unclean_page():
     model = BoundedSystem(load_config("unclean"))
-    summary = bfs.explore(model).to_json(model)
+    found = bfs.explore(model, coverage=True)
+    summary = found.to_json(model)
     summary["config"] = "unclean"
-    return html_report.exploration_page(summary, coverage.of_exploration(model).to_dict())
+    return html_report.exploration_page(summary, coverage.of_run(model, found.tally).to_dict())
 
 
 def test_the_report_is_well_formed_and_self_contained():
@@ -117,3 +118,39 @@ def test_bugs_writes_the_rediscovered_counterexample(tmp_path):
     assert done.returncode == 0, done.stderr
     html = page.read_text()
     assert "KAFKA-1120: counterexample to LivenessView" in html and "broker_bounce: registers" in html
+
+
+def test_the_violating_step_is_marked_and_the_clients_acks_are_drawn():
+    html = unclean_page()
+    svg = html[html.index("<svg"):html.index("</svg>")]
+    # The witness's step: its header on the diagram and in the list of steps says what breaks there.
+    assert "AckedRecordsSurvive violated here" in svg and "step 3:" in svg
+    assert "step 3</b> <code>" in html and "&larr; AckedRecordsSurvive violated here" in html
+    # acks=all: the leader acknowledges when its high watermark passes the record (the ISR shrink here).
+    assert "ack t-0 offset 0 (acks=all)" in svg
+    model = BoundedSystem(load_config("unclean"))
+    evidence = bfs.explore(model).to_json(model)["counterexamples"]["AckedRecordsSurvive"]["evidence"]
+    steps = [row for row in html_report.sequence(evidence)[1] if isinstance(row, html_report.StepHead)]
+    assert [s.mark for s in steps] == ["", "", "AckedRecordsSurvive violated here"]
+
+
+def test_an_acks_1_produce_is_acknowledged_at_once():
+    step = {"step": 1, "action": {"op": "produce", "partition": "t-0", "records": 1, "acks": 1}, "requests": [],
+            "diff": {}, "_leader": {"t-0": 2}}
+    assert ("broker 2", "client", "ack t-0 (acks=1)") in html_report._arrows(step, None)
+
+
+def test_each_reached_goal_has_a_path_that_reaches_it():
+    model = BoundedSystem(load_config("tiny"))
+    summary = bfs.explore(model).to_json(model)
+    reached = {name for name, verdict in summary["verdicts"].items() if verdict == "reached"}
+    assert reached and set(summary["goals"]) == reached
+    for name, goal in summary["goals"].items():
+        ev = goal["evidence"]
+        assert ev["property"] == name and len(ev["steps"]) == goal["length"]
+        assert ev["witness"]["step"] == ev["steps"][-1]["step"] if ev["steps"] else ev["witness"]["step"] is None
+        assert goal["scenario"]["steps"][-goal["length"]:] == [s["action"] for s in ev["steps"]] or not ev["steps"]
+    summary["config"] = "tiny"
+    html = html_report.exploration_page(summary)
+    for name in reached:
+        assert f"<b>{name}</b> reached after" in html and f"{name} reached here" in html

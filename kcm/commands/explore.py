@@ -105,6 +105,9 @@ def main(args: argparse.Namespace) -> int:
     if args.walks is not None and (args.checkpoint is not None or args.resume is not None):
         print("kcm explore: --checkpoint and --resume are for the exhaustive search, not --walks", file=sys.stderr)
         return 2
+    if args.walks is not None and args.coverage:
+        print("kcm explore: --coverage counts the exhaustive search's transitions, not --walks", file=sys.stderr)
+        return 2
     if args.estimate is not None:
         return _estimate(args, explored, model.cfg.get("name", args.config))
     identity = checkpoint.config_identity(dict(model.cfg, user_properties=user.identity(model.properties()))
@@ -144,9 +147,10 @@ def main(args: argparse.Namespace) -> int:
                 from kcm.checkers import workers
 
                 found = workers.explore(explored, args.workers, args.max_states, progress, checkpointer, resume,
-                                        stop_at=stop_at)
+                                        stop_at=stop_at, coverage=_counting(args))
             else:
-                found = bfs.explore(explored, args.max_states, progress, checkpointer, resume, stop_at=stop_at)
+                found = bfs.explore(explored, args.max_states, progress, checkpointer, resume, stop_at=stop_at,
+                                    coverage=_counting(args))
         except (OSError, BadCheckpoint, RuntimeError) as err:
             print(f"kcm explore: {err}", file=sys.stderr)
             return 2
@@ -170,16 +174,16 @@ def main(args: argparse.Namespace) -> int:
             print(f"kcm explore: --out {args.out}: {err.strerror or err}", file=sys.stderr)
             return 2
     cov = None
-    if args.coverage or args.html:
+    if found.tally is not None:  # counted by the run's own engine as it took each transition
         from kcm.checkers import coverage
 
-        cov = coverage.of_exploration(model, args.max_states)  # the local engine's transitions, counted
+        cov = coverage.of_run(model, found.tally, summary["config"])
         summary["coverage"] = cov.to_dict()
     if args.html:
         from kcm.checkers import html_report
 
         try:
-            html_report.write(args.html, html_report.exploration_page(summary, summary["coverage"]))
+            html_report.write(args.html, html_report.exploration_page(summary, summary.get("coverage")))
         except OSError as err:
             print(f"kcm explore: cannot write {args.html}: {err.strerror}", file=sys.stderr)
             return 2
@@ -249,6 +253,11 @@ def _duration(seconds: float) -> str:
     if seconds < 120:
         return f"{seconds:.0f} s"
     return f"{seconds / 60:.0f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
+
+
+def _counting(args: argparse.Namespace) -> bool:
+    """Whether the run counts its transitions for coverage (the report, --html, wants them; walks do not count)."""
+    return (args.coverage or args.html is not None) and args.walks is None
 
 
 PARTIAL = 3  # exit code of a run cut short by --max-states that found no violation: nothing is known to hold
@@ -325,7 +334,7 @@ def _spark(args: argparse.Namespace, explored: Any, checkpointer: Checkpointer |
             return spark_walk.walk(explored, spark, args.walks, args.depth, args.seed, progress=walk_progress)
         below = spark_bfs.HOST_BELOW if args.driver_below is None else args.driver_below
         return spark_bfs.explore(explored, spark, args.max_states, progress, checkpoint=checkpointer, resume=resume,
-                                 stop_at=stop_at, host_below=below)
+                                 stop_at=stop_at, host_below=below, coverage=_counting(args))
     except (OSError, BadCheckpoint, RuntimeError) as err:
         print(f"kcm explore: {err}", file=sys.stderr)
         return 2

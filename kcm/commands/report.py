@@ -14,7 +14,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    """Explore (local engine), collect coverage, write the HTML; exit 0 written, 2 bad config or unwritable file."""
+    """Explore (local engine) counting coverage, write the HTML; exit 0 written, 2 bad config or unwritable file."""
     from kcm.checkers import bfs, coverage, html_report, liveness
     from kcm.checkers.bounded import BadConfig, BoundedSystem, load_config
 
@@ -23,11 +23,11 @@ def main(args: argparse.Namespace) -> int:
     except (BadConfig, ValueError) as err:
         print(f"kcm report: {err}", file=sys.stderr)
         return 2
-    found = bfs.explore(model, args.max_states)
+    found = bfs.explore(model, args.max_states, coverage=True)  # coverage counted by the run itself
     liveness.add_verdicts(found, model, args.max_states)
     summary = found.to_json(model)
     summary["config"] = model.cfg.get("name", args.config)
-    cov = coverage.of_exploration(model, args.max_states).to_dict()
+    cov = coverage.of_run(model, found.tally, summary["config"]).to_dict()
     try:
         html_report.write(args.output, html_report.exploration_page(summary, cov))
     except OSError as err:
