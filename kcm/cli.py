@@ -20,6 +20,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                                "(exit 0 clean, 1 violation, 2 unreadable)"),
     "check-trace": ("check_trace", "replay a JSONL trace and report the first illegal step "
                                    "(exit 0 valid, 1 violation, 2 malformed)"),
+    "conform": ("conform", "drive another implementation (an adapter command) through scenarios and judge its traces "
+                           "and results (exit 0 conforms, 1 a failure, 2 bad input)"),
     "coverage": ("coverage", "which table edges, operations and selectors the scenarios, traces or an exploration "
                              "exercised"),
     "explore": ("explore", "explore every interleaving of a bounded cluster and report each property's verdict"),

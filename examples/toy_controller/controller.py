@@ -1,0 +1,433 @@
+"""A small ZooKeeper-mode controller, written the way a team outside kcm might write one.
+
+It keeps everything in plain dicts, runs one operation at a time and records what it did as trace events
+(kcm's trace format). Refused operations raise `Refused` and the caller throws the step's changes away.
+`bugs` switches on mistakes on purpose, so that a conformance run has something to find (see BUGS).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+NONEXISTENT_P, NEW_P, ONLINE_P, OFFLINE_P = "NonExistentPartition", "NewPartition", "OnlinePartition", \
+    "OfflinePartition"
+NONEXISTENT_R, NEW_R, ONLINE_R, OFFLINE_R = "NonExistentReplica", "NewReplica", "OnlineReplica", "OfflineReplica"
+DEL_STARTED, DEL_DONE, DEL_INELIGIBLE = "ReplicaDeletionStarted", "ReplicaDeletionSuccessful", \
+    "ReplicaDeletionIneligible"
+
+# target state -> the states a move into it may start from
+PARTITION_MOVES = {NEW_P: {NONEXISTENT_P}, ONLINE_P: {NEW_P, ONLINE_P, OFFLINE_P}, OFFLINE_P: {NEW_P, ONLINE_P},
+                   NONEXISTENT_P: {OFFLINE_P}}
+REPLICA_MOVES = {NEW_R: {NONEXISTENT_R}, ONLINE_R: {NEW_R, ONLINE_R, OFFLINE_R, DEL_INELIGIBLE},
+                 OFFLINE_R: {NEW_R, ONLINE_R, OFFLINE_R, DEL_INELIGIBLE}, DEL_STARTED: {OFFLINE_R},
+                 DEL_DONE: {DEL_STARTED}, DEL_INELIGIBLE: {DEL_STARTED}, NONEXISTENT_R: {DEL_DONE}}
+KAFKA_EXTRA_PARTITION = {OFFLINE_P: {OFFLINE_P}}
+KAFKA_EXTRA_REPLICA = {DEL_INELIGIBLE: {OFFLINE_R}}
+
+BUGS = {
+    "no-leader-epoch-bump": "a leader election keeps the old leader epoch",
+    "leader-outside-isr": "a new topic's first assigned replica leads even when it is down (outside the ISR)",
+    "stale-controller-epoch": "after a failover, writes still carry the first controller's epoch",
+    "zkversion-not-advanced": "ISR-only writes reuse the znode's zkVersion",
+    "illegal-state-move": "a new partition goes NonExistentPartition -> OnlinePartition directly",
+    "divergent-election": "the offline election picks the last live ISR replica instead of the first",
+    "unclean-when-disabled": "with the whole ISR down, a live replica outside it is elected anyway",
+    "isr-emptied": "the controller removes the last ISR member too, leaving the ISR empty",
+    "no-controller-epoch-bump": "a new controller keeps the previous controller epoch",
+    "shutdown-keeps-isr": "a controlled shutdown leaves the broker in the ISR of partitions it follows",
+    "preferred-ignores-isr": "a preferred election elects the first replica whenever it is up, in the ISR or not",
+}
+
+
+class Refused(Exception):
+    """The operation was refused; `name` is the error name of the scenario contract."""
+
+    def __init__(self, name: str, text: str) -> None:
+        super().__init__(text)
+        self.name = name
+
+
+def pname(p: tuple[str, int]) -> str:
+    """'topic-N' for a partition key."""
+    return f"{p[0]}-{p[1]}"
+
+
+class Controller:
+    """The whole cluster as this team models it: brokers, ZooKeeper's znodes and the controller's memory."""
+
+    def __init__(self, brokers: list[int], first: int | None = None, unclean: bool = False, rules: str = "seeds",
+                 bugs: set[str] | frozenset[str] = frozenset()) -> None:
+        self.registered = sorted(brokers)
+        self.live = set(brokers)
+        self.shutting: set[int] = set()
+        self.unclean = unclean
+        self.bugs = set(bugs)
+        self.pmoves = {k: set(v) for k, v in PARTITION_MOVES.items()}
+        self.rmoves = {k: set(v) for k, v in REPLICA_MOVES.items()}
+        if rules == "kafka":
+            for k, v in KAFKA_EXTRA_PARTITION.items():
+                self.pmoves[k] |= v
+            for k, v in KAFKA_EXTRA_REPLICA.items():
+                self.rmoves[k] |= v
+        self.zk_assignment: dict[tuple[str, int], list[int]] = {}
+        self.zk_state: dict[tuple[str, int], dict[str, Any]] = {}  # leader, leader_epoch, isr, zk_version
+        self.controller = -1
+        self.controller_epoch = 0
+        self.write_epoch = 0  # the controller epoch this controller puts in its writes
+        self.assignment: dict[tuple[str, int], list[int]] = {}
+        self.pstate: dict[tuple[str, int], str] = {}
+        self.rstate: dict[tuple[tuple[str, int], int], str] = {}
+        self.events: list[dict[str, Any]] = [{"type": "broker_up", "broker": b} for b in self.registered]
+        self.elect_controller(first)
+
+    # ------------------------------------------------------------------ helpers
+    def emit(self, kind: str, **fields: Any) -> None:
+        """Record one trace event."""
+        self.events.append({"type": kind, **fields})
+
+    def snapshot(self) -> dict[str, Any]:
+        """Everything, to put back if a step is refused."""
+        return copy.deepcopy(self.__dict__)
+
+    def restore(self, saved: dict[str, Any]) -> None:
+        """Put back what snapshot() took."""
+        self.__dict__.clear()
+        self.__dict__.update(saved)
+
+    def eligible(self) -> set[int]:
+        """Brokers that may lead: up and not shutting down."""
+        return self.live - self.shutting
+
+    def move_partition(self, p: tuple[str, int], to: str, strict: bool = False) -> bool:
+        """Change a partition's state if the table allows it (strict: refuse the step otherwise)."""
+        cur = self.pstate.get(p, NONEXISTENT_P)
+        if cur not in self.pmoves[to]:
+            if strict:
+                raise Refused("IllegalStateTransition", f"{pname(p)}: {cur} -> {to}")
+            return False
+        self.pstate[p] = to
+        self.emit("partition_state_change", partition=pname(p), **{"from": cur, "to": to})
+        return True
+
+    def move_replica(self, p: tuple[str, int], b: int, to: str, strict: bool = False) -> bool:
+        """Change a replica's state if the table allows it (strict: refuse the step otherwise)."""
+        cur = self.rstate.get((p, b), NONEXISTENT_R)
+        if cur not in self.rmoves[to]:
+            if strict:
+                raise Refused("IllegalStateTransition", f"{pname(p)}@{b}: {cur} -> {to}")
+            return False
+        self.rstate[(p, b)] = to
+        self.emit("replica_state_change", partition=pname(p), replica=b, **{"from": cur, "to": to})
+        return True
+
+    def write(self, p: tuple[str, int], leader: int, isr: list[int], election: str | None = None,
+              leader_write: bool = False) -> None:
+        """Write the partition's leader and ISR znode (controller writes bump the leader epoch)."""
+        old = self.zk_state[p]
+        epoch = old["leader_epoch"]
+        if not leader_write and not (election and "no-leader-epoch-bump" in self.bugs):
+            epoch += 1
+        version = old["zk_version"] + 1
+        if "zkversion-not-advanced" in self.bugs and leader == old["leader"] and election is None:
+            version = old["zk_version"]
+        new = {"leader": leader, "leader_epoch": epoch, "isr": sorted(isr), "zk_version": version}
+        self.zk_state[p] = new
+        event = dict(new, partition=pname(p), controller_epoch=self.write_epoch, replicas=list(self.assignment[p]))
+        if election:
+            event["election"] = election
+        self.emit("leader_and_isr_write", **event)
+
+    # ------------------------------------------------------------------ elections
+    def choose(self, p: tuple[str, int], selector: str) -> tuple[int, list[int], str] | None:
+        """Pick a leader and the new ISR for a partition with one of Kafka's four selectors."""
+        ar, isr, ok = self.assignment[p], self.zk_state[p]["isr"], self.eligible()
+        if selector == "offline":
+            candidates = [b for b in ar if b in ok and b in isr]
+            if candidates:
+                pick = candidates[-1] if "divergent-election" in self.bugs else candidates[0]
+                return pick, [b for b in isr if b in ok], "offline"
+            if self.unclean or "unclean-when-disabled" in self.bugs:
+                live_ar = [b for b in ar if b in ok]
+                if live_ar:
+                    return live_ar[0], [live_ar[0]], ("unclean" if self.unclean else "offline")
+            return None
+        if selector == "preferred":
+            if ar and ar[0] in ok and (ar[0] in isr or "preferred-ignores-isr" in self.bugs):
+                return ar[0], list(isr), "preferred"
+            return None
+        if selector == "controlled_shutdown":
+            for b in ar:
+                if b in isr and b in self.live and b not in self.shutting:
+                    return b, [r for r in isr if r not in self.shutting], "controlled_shutdown"
+            return None
+        for b in ar:  # "reassigned", with no reassignment running: the assignment is the target
+            if b in ok and b in isr:
+                return b, list(isr), "reassignment"
+        return None
+
+    def bring_online(self, p: tuple[str, int], selector: str | None) -> bool:
+        """Give a partition a leader: the first write of a new partition, or an election."""
+        if self.pstate.get(p) == NEW_P and p not in self.zk_state:
+            ar = self.assignment[p]
+            up = [b for b in ar if b in self.eligible()]
+            if not up:
+                return False
+            leader = ar[0] if "leader-outside-isr" in self.bugs else up[0]
+            self.zk_state[p] = {"leader": leader, "leader_epoch": 0, "isr": sorted(up), "zk_version": 0}
+            self.emit("leader_and_isr_write", partition=pname(p), controller_epoch=self.write_epoch,
+                      replicas=list(ar), **self.zk_state[p])
+            return True
+        picked = self.choose(p, selector or "offline")
+        if picked is None:
+            return False
+        self.write(p, picked[0], picked[1], election=picked[2])
+        return True
+
+    def online(self, partitions: list[tuple[str, int]], selector: str | None = None) -> None:
+        """Move partitions to OnlinePartition where the table allows and a leader can be found."""
+        for p in partitions:
+            if self.pstate.get(p, NONEXISTENT_P) in self.pmoves[ONLINE_P]:
+                if self.bring_online(p, selector):
+                    self.move_partition(p, ONLINE_P)
+
+    def retry_offline(self) -> None:
+        """Every NewPartition and OfflinePartition gets another try at a leader."""
+        self.online([p for p in sorted(self.pstate) if self.pstate[p] in (NEW_P, OFFLINE_P)], "offline")
+
+    def take_offline(self, p: tuple[str, int], b: int) -> None:
+        """A replica goes OfflineReplica and out of the ISR (the last member stays)."""
+        if not self.move_replica(p, b, OFFLINE_R):
+            return
+        cur = self.zk_state.get(p)
+        if cur is None or (b not in cur["isr"] and cur["leader"] != b):
+            return
+        leader = -1 if cur["leader"] == b else cur["leader"]
+        isr = cur["isr"] if len(cur["isr"]) == 1 and "isr-emptied" not in self.bugs else \
+            [r for r in cur["isr"] if r != b]
+        self.write(p, leader, isr)
+
+    # ------------------------------------------------------------------ controller election
+    def elect_controller(self, wanted: int | None = None) -> None:
+        """A new controller wins /controller, loads ZooKeeper and starts both state machines."""
+        up = sorted(self.live)
+        self.assignment, self.pstate, self.rstate = {}, {}, {}
+        if not up:
+            self.controller = -1
+            return
+        self.controller = wanted if wanted in self.live else up[0]
+        if "no-controller-epoch-bump" not in self.bugs or self.controller_epoch == 0:
+            self.controller_epoch += 1
+        if "stale-controller-epoch" not in self.bugs or self.write_epoch == 0:
+            self.write_epoch = self.controller_epoch
+        self.emit("controller_elected", broker=self.controller, epoch=self.controller_epoch)
+        self.assignment = {p: list(ar) for p, ar in self.zk_assignment.items()}
+        dead_replicas = []
+        for p in sorted(self.assignment):
+            for b in self.assignment[p]:
+                if b in self.live:
+                    self.rstate[(p, b)] = ONLINE_R
+                else:
+                    self.rstate[(p, b)] = DEL_INELIGIBLE
+                    dead_replicas.append((p, b))
+        for p, b in dead_replicas:
+            self.take_offline(p, b)
+        for p in sorted(self.assignment):
+            zk = self.zk_state.get(p)
+            if zk is None:
+                self.pstate[p] = NEW_P
+            elif zk["leader"] in self.eligible():
+                self.pstate[p] = ONLINE_P
+            else:
+                self.pstate[p] = OFFLINE_P
+        self.retry_offline()
+
+    # ------------------------------------------------------------------ operations
+    def check_broker(self, b: int) -> None:
+        """Refuse a broker the cluster does not have."""
+        if b not in self.registered:
+            raise Refused("BrokerNotAvailable", f"broker {b} is not registered")
+
+    def check_partition(self, p: tuple[str, int]) -> None:
+        """Refuse a partition that does not exist, or a state machine call without a controller."""
+        if p not in self.zk_assignment:
+            raise Refused("UnknownTopicOrPartition", f"{pname(p)} does not exist")
+        if self.controller < 0:
+            raise Refused("BrokerNotAvailable", "no controller")
+
+    def create_topic(self, topic: str, assignment: dict[str, list[int]] | None, count: int, rf: int) -> None:
+        """Register a topic's assignment and bring its partitions online."""
+        if any(p[0] == topic for p in self.zk_assignment):
+            raise Refused("InvalidReplicaAssignment", f"topic {topic} exists")
+        if assignment:
+            parts = {int(k): list(v) for k, v in assignment.items()}
+            if sorted(parts) != list(range(len(parts))):
+                raise Refused("InvalidReplicaAssignment", "partitions are not numbered from 0")
+            for replicas in parts.values():
+                if not replicas or len(set(replicas)) != len(replicas) or \
+                        any(b not in self.registered for b in replicas):
+                    raise Refused("InvalidReplicaAssignment", f"bad replica list {replicas}")
+        else:
+            up = sorted(self.live)
+            if count < 1 or rf < 1 or rf > len(up):
+                raise Refused("InvalidReplicaAssignment", "bad partition count or replication factor")
+            parts = {i: [up[(i + j) % len(up)] for j in range(rf)] for i in range(count)}
+        new = [(topic, i) for i in sorted(parts)]
+        for p in new:
+            self.zk_assignment[p] = parts[p[1]]
+        if self.controller < 0:
+            return
+        for p in new:
+            self.assignment[p] = list(parts[p[1]])
+        if "illegal-state-move" in self.bugs:
+            for p in new:
+                self.pstate[p] = NEW_P
+                if self.bring_online(p, None):
+                    self.pstate[p] = ONLINE_P
+                    self.emit("partition_state_change", partition=pname(p), **{"from": NONEXISTENT_P,
+                                                                               "to": ONLINE_P})
+                else:
+                    self.pstate[p] = NONEXISTENT_P
+                    self.move_partition(p, NEW_P)
+        else:
+            for p in new:
+                self.move_partition(p, NEW_P)
+        for p in new:
+            for b in self.assignment[p]:
+                self.move_replica(p, b, NEW_R)
+        self.online([p for p in new if self.pstate[p] == NEW_P])
+        for p in new:
+            for b in self.assignment[p]:
+                self.move_replica(p, b, ONLINE_R)
+
+    def broker_fail(self, b: int) -> None:
+        """The broker's session expires."""
+        self.check_broker(b)
+        if b not in self.live:
+            raise Refused("BrokerNotAvailable", f"broker {b} is not live")
+        self.live.discard(b)
+        self.shutting.discard(b)
+        self.emit("broker_down", broker=b)
+        if b == self.controller:
+            self.elect_controller()
+            return
+        if self.controller < 0:
+            return
+        for p in sorted(self.zk_state):
+            if p in self.pstate and self.zk_state[p]["leader"] == b:
+                self.move_partition(p, OFFLINE_P)
+        self.retry_offline()
+        for p in sorted(self.assignment):
+            if b in self.assignment[p]:
+                self.take_offline(p, b)
+
+    def broker_start(self, b: int) -> None:
+        """The broker registers again."""
+        self.check_broker(b)
+        if b in self.live:
+            raise Refused("BrokerNotAvailable", f"broker {b} is already live")
+        self.live.add(b)
+        self.emit("broker_up", broker=b)
+        if self.controller < 0:
+            self.elect_controller()
+            return
+        for p in sorted(self.assignment):
+            if b in self.assignment[p]:
+                self.move_replica(p, b, ONLINE_R)
+        self.retry_offline()
+
+    def controlled_shutdown(self, b: int) -> None:
+        """Move leadership off a broker that is about to stop, and take its follower replicas offline."""
+        self.check_broker(b)
+        if b not in self.live or self.controller < 0:
+            raise Refused("BrokerNotAvailable", f"broker {b} is not live")
+        self.shutting.add(b)
+        mine = [p for p in sorted(self.assignment) if b in self.assignment[p] and len(self.assignment[p]) > 1]
+        led = [p for p in mine if p in self.zk_state and self.zk_state[p]["leader"] == b]
+        self.online(led, "controlled_shutdown")
+        for p in mine:
+            if p not in led:
+                if "shutdown-keeps-isr" in self.bugs:
+                    self.move_replica(p, b, OFFLINE_R)
+                else:
+                    self.take_offline(p, b)
+
+    def controller_resign(self, b: int) -> None:
+        """/controller goes away and a new election runs."""
+        if b >= 0 and b not in self.live:
+            raise Refused("BrokerNotAvailable", f"broker {b} is not live")
+        if not self.live:
+            raise Refused("BrokerNotAvailable", "no live broker")
+        self.elect_controller(b if b >= 0 else None)
+
+    def preferred_election(self, partitions: list[tuple[str, int]] | None) -> None:
+        """Give partitions back to their first assigned replica."""
+        if partitions is None:
+            partitions = sorted(self.zk_assignment)
+        for p in partitions:
+            if p not in self.zk_assignment:
+                raise Refused("UnknownTopicOrPartition", f"{pname(p)} does not exist")
+        if self.controller < 0:
+            return
+        todo = [p for p in partitions if p in self.zk_state and self.assignment.get(p)
+                and self.zk_state[p]["leader"] != self.assignment[p][0]]
+        self.online(todo, "preferred")
+
+    def partition_transition(self, partitions: list[tuple[str, int]], target: str, selector: str | None) -> None:
+        """One direct call of the partition state machine: all moves or none."""
+        for p in partitions:
+            self.check_partition(p)
+        for p in partitions:
+            if target == ONLINE_P:
+                if self.pstate.get(p, NONEXISTENT_P) not in self.pmoves[ONLINE_P]:
+                    raise Refused("IllegalStateTransition", f"{pname(p)} cannot go online")
+                if not self.bring_online(p, selector):
+                    raise Refused("NoLeaderAvailable", f"no leader for {pname(p)}")
+            self.move_partition(p, target, strict=True)
+
+    def replica_transition(self, replicas: list[tuple[tuple[str, int], int]], target: str) -> None:
+        """One direct call of the replica state machine: all moves or none."""
+        for p, b in replicas:
+            self.check_partition(p)
+            self.check_broker(b)
+        for p, b in replicas:
+            before = self.rstate.get((p, b), NONEXISTENT_R)
+            if target == OFFLINE_R:
+                if before not in self.rmoves[OFFLINE_R]:
+                    raise Refused("IllegalStateTransition", f"{pname(p)}@{b}: {before} -> {target}")
+                self.take_offline(p, b)
+                continue
+            self.move_replica(p, b, target, strict=True)
+            if target == ONLINE_R and before == NEW_R and b not in self.assignment[p]:
+                self.assignment[p].append(b)
+            if target == NONEXISTENT_R:
+                del self.rstate[(p, b)]  # a replica that no longer exists is not listed
+                if b in self.assignment.get(p, []):
+                    self.assignment[p].remove(b)
+
+    def isr_shrink(self, p: tuple[str, int], b: int) -> None:
+        """The leader drops a follower from the ISR (only the zkVersion moves)."""
+        if p not in self.zk_assignment:
+            raise Refused("UnknownTopicOrPartition", f"{pname(p)} does not exist")
+        cur = self.zk_state.get(p)
+        if cur is None or cur["leader"] not in self.live:
+            raise Refused("NotLeaderOrFollower", f"{pname(p)} has no live leader")
+        if b == cur["leader"] or b not in cur["isr"]:
+            raise Refused("NotLeaderOrFollower", f"broker {b} cannot be dropped from {cur['isr']}")
+        self.write(p, cur["leader"], [r for r in cur["isr"] if r != b], leader_write=True)
+
+    # ------------------------------------------------------------------ result
+    def result(self) -> dict[str, Any]:
+        """The contract's result document of the cluster as it is now."""
+        parts = {}
+        for p in sorted(set(self.zk_assignment) | set(self.pstate) | set(self.assignment)):
+            zk = self.zk_state.get(p)
+            parts[pname(p)] = {
+                "state": self.pstate.get(p, NONEXISTENT_P),
+                "replicas": list(self.assignment.get(p, self.zk_assignment.get(p, []))),
+                "leader": zk["leader"] if zk else -1, "leader_epoch": zk["leader_epoch"] if zk else -1,
+                "isr": sorted(zk["isr"]) if zk else [], "hw": 0, "leo": {}}
+        return {"controller": {"id": self.controller, "epoch": self.controller_epoch},
+                "live_brokers": sorted(self.live), "partitions": parts,
+                "replicas": {f"{pname(p)}@{b}": s for (p, b), s in sorted(self.rstate.items())},
+                "reassignments": {}}
