@@ -305,21 +305,30 @@ def _drop_seen(visited: Visited, pending: dict[int, Any], keys: list[int]) -> No
 
 
 def _eta(sizes: list[int], frontier: int, done: int, new: int, expanded: int, seconds: float) -> float | None:
-    """Seconds left, estimated: this level's rest, then later levels shrinking at the last growth ratio."""
+    """Seconds left, estimated once the levels shrink: the rest of this level, then later levels whose growth ratio
+    keeps changing as it did over the last two whole levels (breadth-first levels rise and fall like a bell: the
+    logarithms of their sizes lie near a parabola). None while the levels still grow.
+
+    Only whole levels are read (`new`, what this level found so far, is not): extrapolating the next level from part
+    of this one, or from the last ratio alone, swung the estimate from minutes to seconds within one run.
+    """
     if not frontier:
         return 0.0
-    if not expanded or not seconds:
+    if not expanded or not seconds or len(sizes) < 3 or not sizes[-2] or not sizes[-3]:
         return None
-    per_state = seconds / expanded
-    left = frontier - done
-    if done:
-        nxt = new * frontier / done  # the next level, extrapolated from the part of this one already expanded
-    else:
-        nxt = frontier * (sizes[-1] / sizes[-2]) if len(sizes) > 1 else frontier
-    ratio = nxt / frontier if frontier else 0.0
+    ratio, before = sizes[-1] / sizes[-2], sizes[-2] / sizes[-3]
     if ratio >= 1.0:
         return None
-    return (left + nxt / (1.0 - ratio)) * per_state
+    change = ratio / before  # how the growth ratio changed from one level to the next
+    if change >= 1.0:  # not falling faster: a geometric tail at the last ratio
+        later = frontier * ratio / (1.0 - ratio)
+    else:
+        later, size = 0.0, float(frontier)
+        while size >= 0.5:
+            ratio *= change
+            size *= ratio
+            later += size
+    return (frontier - done + later) * seconds / expanded
 
 
 def expander(model: Any, tally: Any = None) -> Callable[[list[Any]], Iterable[Row]]:

@@ -211,3 +211,15 @@ def test_mermaid_text_keeps_its_syntax_out_of_labels():
 
     assert _mermaid_text('{"a":1}; x<y #2 `z`\n100%') == '#123;"a":1#125;#59; x#60;y #35;2 #96;z#96; 100#37;'
     assert len(_mermaid_text("x" * 500)) == 120
+
+
+def test_explore_markdown_summary_draws_each_counterexample(tmp_path):
+    md = tmp_path / "summary.md"
+    done = kcm("explore", "--config", "unclean", "--quiet", "--markdown", str(md))
+    assert done.returncode == 1, done.stderr
+    text = md.read_text()
+    assert text.startswith("## kcm explore: config unclean: **1 violated**")
+    assert "| AckedRecordsSurvive | ❌ violated |" in text and "#### Counterexample to AckedRecordsSurvive" in text
+    assert text.count("```mermaid\nsequenceDiagram\n") == 1
+    bad = kcm("explore", "--config", "tiny", "--quiet", "--markdown", str(tmp_path / "no" / "s.md"))
+    assert bad.returncode == 2 and bad.stderr.startswith("kcm explore: cannot write") and "Traceback" not in bad.stderr

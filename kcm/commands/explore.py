@@ -6,16 +6,18 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kcm import flags
-from kcm.checkers import bfs, checkpoint, evidence, liveness, walk
-from kcm.checkers.bfs import Progress
+from kcm.checkers import ci_formats, evidence, liveness, walk
 from kcm.checkers.bounded import BadConfig, BoundedSystem, load_config
-from kcm.checkers.checkpoint import BadCheckpoint, Checkpointer
 from kcm.checkers.symmetry import SymmetricModel
 from kcm.properties import catalogue, user
 from kcm.properties.user import BadProperty
+
+if TYPE_CHECKING:  # the explorers' modules need NumPy: imported where they run (see main)
+    from kcm.checkers.bfs import Progress
+    from kcm.checkers.checkpoint import Checkpointer
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -50,6 +52,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", help="write each counterexample as a `kcm run` scenario into this folder")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report (counterexamples, coverage)")
+    ci_formats.add_markdown_argument(p)
     p.add_argument("--coverage", action="store_true", help="also report which table edges the exploration covered")
     p.add_argument("--walks", type=flags.count(1, flags.MAX_WALKS),
                    help="random-walk mode (either engine): run N seeded walks instead of BFS")
@@ -78,6 +81,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     """Run the exploration and print the summary; exit 1 if a property is violated, 2 on a bad config."""
+    # The explorers need NumPy, which the core install leaves out: imported here, so that `--help` works there.
+    from kcm.checkers import bfs, checkpoint
+    from kcm.checkers.checkpoint import BadCheckpoint, Checkpointer
+
     if args.walks is not None and (args.walks < 1 or args.depth < 0):
         print("kcm explore: --walks takes N >= 1 and --depth D >= 0", file=sys.stderr)
         return 2
@@ -186,6 +193,14 @@ def main(args: argparse.Namespace) -> int:
             html_report.write(args.html, html_report.exploration_page(summary, summary.get("coverage")))
         except OSError as err:
             print(f"kcm explore: cannot write {args.html}: {err.strerror}", file=sys.stderr)
+            return 2
+    if args.markdown:
+        from kcm.checkers import markdown_report
+
+        try:
+            markdown_report.append(args.markdown, markdown_report.exploration_summary(summary))
+        except OSError as err:
+            print(f"kcm explore: cannot write {args.markdown}: {err.strerror}", file=sys.stderr)
             return 2
     if not args.coverage:
         summary.pop("coverage", None)
@@ -312,6 +327,8 @@ def _text(s: dict) -> str:
 def _spark(args: argparse.Namespace, explored: Any, checkpointer: Checkpointer | None, resume: Any,
            progress: Any, walk_progress: Any, stop_at: Any) -> Any:
     """The run on Spark (BFS or walks): the session's start, failure and stop handled once; an int is an exit code."""
+    from kcm.checkers.checkpoint import BadCheckpoint
+
     try:
         from py4j.protocol import Py4JError
         from pyspark.errors import PySparkException
