@@ -39,7 +39,8 @@ def mermaid(evidence: dict[str, Any]) -> str:
     for row in rows:
         if isinstance(row, StepHead):
             loop = " (the loop starts here)" if row.loop_start else ""
-            out.append(f"    Note over {span}: step {row.step}: {_mermaid_text(row.action)}{loop}")
+            mark = f" ({_mermaid_text(row.mark)})" if row.mark else ""  # the step that violates (reaches) it
+            out.append(f"    Note over {span}: step {row.step}: {_mermaid_text(row.action)}{loop}{mark}")
         else:
             out.append(f"    {ids[row.frm]}->>{ids[row.to]}: {_mermaid_text(row.label)}")
     out.append("```")
