@@ -19,6 +19,7 @@ path and shows the traceback (`explain`), with the verdict "error".
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import inspect
@@ -239,7 +240,8 @@ class UserCondition:
     def __call__(self, model: Any, *args: Any) -> bool:
         """Whether the rule holds on this state (step); False too when the predicate fails (see `explain`)."""
         try:
-            ok = self.fn(*self._args(args))
+            with contextlib.redirect_stdout(sys.stderr):  # kcm's own output (--json) stays its report alone
+                ok = self.fn(*self._args(args))
         except KeyboardInterrupt:
             raise
         except BaseException:  # noqa: BLE001 - a failing predicate is that property's error, never the run's
@@ -250,7 +252,8 @@ class UserCondition:
         """Why the predicate fails on this state (step): its traceback, or what it returned; None if it holds or
         is simply False."""
         try:
-            ok = self.fn(*self._args(args))
+            with contextlib.redirect_stdout(sys.stderr):
+                ok = self.fn(*self._args(args))
         except KeyboardInterrupt:
             raise
         except BaseException as err:  # noqa: BLE001 - reported, as the run goes on
