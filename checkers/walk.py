@@ -163,6 +163,9 @@ def render(summary: dict[str, Any]) -> str:
         lines.append(f"  counterexample to {name}: a walk of {cex['raw_length']} steps, shrunk to {cex['length']} "
                      "(after set-up), as a `kcm run` scenario:")
         lines += [f"    {i:2}. {json.dumps(step)}" for i, step in enumerate(cex["scenario"]["steps"])]
+        if "error" in cex["evidence"]:  # a user's predicate that failed at the end of the walk
+            lines += [f"    the predicate of {name} failed there, with:"]
+            lines += ["    | " + line for line in cex["evidence"]["error"].splitlines()]
     return "\n".join(lines)
 
 

@@ -145,6 +145,11 @@ def test_a_predicate_that_fails_is_that_propertys_error_with_its_traceback(rules
     assert main(["explore", "--quiet", "--config", "tiny", f"--property={rules}:writes_the_state"]) == 1
     out = capsys.readouterr().out
     assert "error of writes_the_state: the predicate failed after" in out and "| TypeError" in out
+    # And a random-walk run (the shrinker keeps the predicate failing).
+    assert main(["explore", "--quiet", "--config", "tiny", "--walks", "20", "--depth", "8",
+                 f"--property={rules}:writes_the_state", "--only-property", "writes_the_state"]) == 1
+    out = capsys.readouterr().out
+    assert "writes_the_state                   error" in out and "| TypeError" in out
 
 
 def test_only_property_restricts_the_check_to_those_ids(rules, capsys):
