@@ -152,6 +152,8 @@ def _read(spec: str, target: str) -> Source:
         package = target.rpartition(".")[0] or None
         if found.submodule_search_locations is not None:  # a package's __init__.py: it is its own package
             package = target
+    if path.exists() and not path.is_file():  # a folder, a FIFO or a device: nothing to compile (or a read blocks)
+        raise BadProperty(f"--property {spec}: {target} is not a regular file")
     try:
         with path.open("rb") as f:
             raw = f.read(MAX_SOURCE_BYTES + 1)

@@ -199,6 +199,7 @@ def test_conditions_travel_as_source_text(rules):
 
 @pytest.mark.parametrize(("value", "words"), [
     ("{dir}/missing.py:f", "cannot read"),
+    ("{dir}:f", "is not a regular file"),
     ("{dir}/rules.py:nothing", "defines no nothing"),
     ("{dir}/rules.py:not_a_function", "is a int, not a function"),
     ("{dir}/bad.py:f", "bad.py:2: SyntaxError"),
