@@ -98,6 +98,7 @@ class Outcome:
     not_judged: dict[str, str] = field(default_factory=dict)
     steps: int = 0
     seconds: float = 0.0
+    compared: bool = False  # the adapter wrote a result document and it was compared with the reference's
     shrunk_steps: int | None = None
     shrink_runs: int = 0
     shrunk_file: str | None = None
@@ -123,6 +124,7 @@ class Outcome:
             out["differences"] = self.differences
         if self.kind not in (SKIPPED, TIMEOUT, ADAPTER_ERROR):
             out["not_judged"] = self.not_judged
+            out["result_compared"] = self.compared
         if self.shrunk_steps is not None:
             out.update(shrunk_steps=self.shrunk_steps, shrink_runs=self.shrink_runs, shrunk_file=self.shrunk_file,
                        trace_file=self.trace_file)
@@ -164,8 +166,13 @@ class ConformReport:
         """The report for a terminal: one line per scenario, the failures' details, a summary."""
         lines = []
         for o in self.outcomes:
+            if o.kind == CONFORMS:
+                # what "conforms" rests on: a trace alone judges less than a trace and a result document
+                judged = "trace and result" if o.compared else "trace only, no result document"
+                lines.append(f"{o.kind:<13} {o.name} ({judged}; {len(o.not_judged)} rules not judged)")
+                continue
             lines.append(f"{o.kind:<13} {o.name}")
-            if o.kind == SKIPPED or o.kind == CONFORMS:
+            if o.kind == SKIPPED:
                 continue
             lines += [f"    {m}" for m in o.message.splitlines()[:12]]
             if o.shrunk_steps is not None:
@@ -460,6 +467,7 @@ def judge(name: str, file: str, doc: dict[str, Any], got: AdapterRun, rules: str
         o.kind, o.rule, o.message = ADAPTER_ERROR, "malformed result", f"malformed result document: {err}"
         return o
     diffs, problem = compare_results(run(doc).result, result)
+    o.compared = not problem
     if problem:
         o.kind, o.rule, o.message = ADAPTER_ERROR, "malformed result", problem
     elif diffs:

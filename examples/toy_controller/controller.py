@@ -137,6 +137,19 @@ class Controller:
         if election:
             event["election"] = election
         self.emit("leader_and_isr_write", **event)
+        if not leader_write:  # a leader's own ISR change is not announced by the controller
+            self.send_leader_and_isr(p)
+
+    def send_leader_and_isr(self, p: tuple[str, int]) -> None:
+        """Tell every live replica the partition's new leader and ISR (each applies it at once)."""
+        zk = self.zk_state[p]
+        state = {"partition": pname(p), "leader": zk["leader"], "leader_epoch": zk["leader_epoch"],
+                 "isr": list(zk["isr"]), "zk_version": zk["zk_version"], "replicas": list(self.assignment[p])}
+        for b in self.assignment[p]:
+            if b in self.live:
+                for kind in ("request_sent", "request_received"):
+                    self.emit(kind, request="LeaderAndIsr", broker=b, controller_epoch=self.write_epoch,
+                              partitions=[state])
 
     # ------------------------------------------------------------------ elections
     def choose(self, p: tuple[str, int], selector: str) -> tuple[int, list[int], str] | None:
@@ -177,6 +190,7 @@ class Controller:
             self.zk_state[p] = {"leader": leader, "leader_epoch": 0, "isr": sorted(up), "zk_version": 0}
             self.emit("leader_and_isr_write", partition=pname(p), controller_epoch=self.write_epoch,
                       replicas=list(ar), **self.zk_state[p])
+            self.send_leader_and_isr(p)
             return True
         picked = self.choose(p, selector or "offline")
         if picked is None:
