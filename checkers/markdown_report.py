@@ -17,6 +17,7 @@ from kcm.checkers.html_report import StepHead, sequence
 
 MAX_LABEL = 120  # characters of an arrow's label or a step's action kept on the diagram
 MAX_DETAIL = 4000  # characters of a failure's JSON detail kept in its <details> block
+VIOLATION_FILL, GOAL_FILL = "rgb(253, 236, 236)", "rgb(232, 245, 233)"  # a marked step's box
 # Characters Mermaid (or the Markdown fence around it) would read as syntax in a label -> Mermaid's entity code
 _MERMAID_CODES = {ord(ch): f"#{ord(ch)};" for ch in "#;%<>`{}"}
 
@@ -36,13 +37,21 @@ def mermaid(evidence: dict[str, Any]) -> str:
     out = ["```mermaid", "sequenceDiagram"]
     out += [f"    participant {ids[lane]} as {_mermaid_text(lane)}" for lane in lanes]
     span = f"{ids[lanes[0]]},{ids[lanes[-1]]}"
+    framed = False  # inside the box of the step that violates the property (or reaches the goal)
     for row in rows:
         if isinstance(row, StepHead):
+            if framed:
+                out.append("    end")
+            framed = bool(row.mark)
+            if framed:  # the HTML report's colours: red for a violation, green for a goal reached
+                out.append(f"    rect {GOAL_FILL if row.mark.endswith('reached here') else VIOLATION_FILL}")
             loop = " (the loop starts here)" if row.loop_start else ""
             mark = f" ({_mermaid_text(row.mark)})" if row.mark else ""  # the step that violates (reaches) it
             out.append(f"    Note over {span}: step {row.step}: {_mermaid_text(row.action)}{loop}{mark}")
         else:
             out.append(f"    {ids[row.frm]}->>{ids[row.to]}: {_mermaid_text(row.label)}")
+    if framed:
+        out.append("    end")
     out.append("```")
     return "\n".join(out)
 

@@ -190,6 +190,8 @@ def test_gate_sarif_and_markdown_of_failing_scenario_prove_and_explore_stages(tm
     assert [line.split(": step ")[1].split(":")[0] for line in lines if line.lstrip().startswith("Note over")] == [
         "1", "2", "3"]
     assert "P0->>P3: produce t-0 x1" in block and "broker_fail: session gone" in block
+    # the violating step (the leader's failure) framed in red to the end, as the HTML report frames it
+    assert "    rect rgb(253, 236, 236)\n    Note over P0,P4: step 3: " in block and lines[-1] == "    end"
     texts = [re.sub(r"#\d+;", "", line.split(": ", 1)[1]) for line in lines if ": " in line]  # entity codes aside
     assert not any(ch in text for text in texts for ch in ";{}<>`") and '#123;"op":"produce"' in block
 
