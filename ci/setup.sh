@@ -19,6 +19,14 @@ case "${1:-}" in
 esac
 
 now() { date +%s%3N; }
+# pip's output (the build backend's warnings among it) goes to a log, shown only when pip fails.
+pip() {
+  local log=.venv/pip.log
+  if ! .venv/bin/python -m pip "$@" >"$log" 2>&1; then
+    cat "$log" >&2
+    return 1
+  fi
+}
 began=$(now)
 declare -a split=()
 phase_start() { phase=$1; phase_began=$(now); echo "setup: $phase ..." >&2; }
@@ -56,7 +64,7 @@ phase_start "venv and pip (kcm[$extras])"
 did="already there"
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
-  .venv/bin/python -m pip install --quiet --upgrade pip
+  pip install --quiet --upgrade pip
   did="new venv"
 fi
 # Up to date: every module imports, and pyproject.toml is not newer than this set-up's (or the full one's) install.
@@ -64,10 +72,10 @@ if ! .venv/bin/python -c "$needs" 2>/dev/null \
    || { [ pyproject.toml -nt "$marker" ] && [ pyproject.toml -nt .venv/.kcm-installed ]; }; then
   if [ "$compiled" = auto ]; then
     # No Cython to be had is no reason to stop: the pure source is used.
-    .venv/bin/python -m pip install --quiet -e ".[$extras]" \
-      || { compiled=0; extras=${extras%,compiled}; .venv/bin/python -m pip install --quiet -e ".[$extras]"; }
+    pip install --quiet -e ".[$extras]" \
+      || { compiled=0; extras=${extras%,compiled}; pip install --quiet -e ".[$extras]"; }
   else
-    .venv/bin/python -m pip install --quiet -e ".[$extras]"
+    pip install --quiet -e ".[$extras]"
   fi
   touch "$marker"
   did="${did:+$did, }installed"

@@ -72,6 +72,8 @@ def test_cli_text_and_json():
     assert run.returncode == 0 and json.loads(run.stdout)["controller"] and "partition table:" in run.stderr
     explore = kcm("explore", "--config", "tiny", "--quiet", "--coverage")
     assert explore.returncode == 0 and "replica table:" in explore.stdout
+    walks = kcm("explore", "--config", "tiny", "--walks", "2", "--coverage")  # a walk counts no whole search
+    assert walks.returncode == 2 and walks.stderr.count("\n") == 1 and "--walks" in walks.stderr
 
 
 def _setup_steps(config: str) -> int:
