@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from kcm.checkers.checkpoint import BadCheckpoint, Checkpointer, Snapshot
 from kcm.checkers.collector import no_collections
+from kcm.checkers.frontier import SPILL, Frontier, next_level
 from kcm.checkers.verdicts import Exploration, indexed_successors, state_checks, step_checks
 from kcm.checkers.visited import FP, Visited, replay, replay_levels
 from kcm.model.interface import ALWAYS, STATE_KINDS, STEP, STEP_KINDS
@@ -60,7 +61,7 @@ def search(model: Any, engine: str, expand_level: Callable[[list[Any]], Iterable
            max_states: int | None = None, progress: ProgressFn | None = None,
            checkpoint: Checkpointer | None = None, resume: Snapshot | None = None,
            progress_every: float = 1.0, stop_at: Collection[str] | None = None,
-           skip_unchanged: bool = True) -> Exploration:
+           skip_unchanged: bool = True, spill: int | None = SPILL) -> Exploration:
     """The level-synchronous loop: seed (or resume), expand each level with `expand_level`, dedupe, record.
 
     `stop_at`: property names; the search ends after the first level in which one of them is violated (every
@@ -154,9 +155,12 @@ def search(model: Any, engine: str, expand_level: Callable[[list[Any]], Iterable
         if rows:
             visited.add_level(fps[order], np.array([r[0] for r in rows], dtype=np.int64)[order],
                               np.array([r[1] for r in rows], dtype=np.int64)[order])
-        frontier = [rows[k][3] for k in order.tolist()]
+        frontier = next_level((rows[k][3] for k in order.tolist()), len(rows), spill, frontier)
         frontier_fps = fps[order].tolist()
         found.levels.append((len(rows), time.perf_counter() - level_start))
+        if isinstance(frontier, Frontier):  # the level's states now live encoded there only (checkers/frontier.py)
+            rows.clear()
+            pending.clear()
         if frontier:
             depth += 1
             sizes.append(len(frontier))
@@ -355,19 +359,21 @@ def expander(model: Any, tally: Any = None) -> Callable[[list[Any]], Iterable[Ro
 def explore(model: Any, max_states: int | None = None, progress: ProgressFn | None = None,
             checkpoint: Checkpointer | None = None, resume: Snapshot | None = None,
             stop_at: Collection[str] | None = None, skip_unchanged: bool = True,
-            coverage: bool = False) -> Exploration:
+            coverage: bool = False, spill: int | None = SPILL) -> Exploration:
     """Explore every state reachable inside the boundary in this process, checking every property.
 
     `stop_at` (property names) ends the search after the first level that violates one of them;
     `skip_unchanged=False` judges every state property in every new state (see `search`); `coverage` counts
-    the transitions taken into `found.tally` (`checkers/coverage.py`).
+    the transitions taken into `found.tally` (`checkers/coverage.py`); a level of more than `spill` states is
+    kept encoded, its states past that many in a temporary file (`checkers/frontier.py`; None: every level a list
+    of states).
     """
     from kcm.checkers.coverage import Tally
 
     tally = Tally() if coverage else None
     with no_collections(), (tally.probing() if tally is not None else contextlib.nullcontext()):
         found = search(model, "local", expander(model, tally), max_states, progress, checkpoint, resume,
-                       stop_at=stop_at, skip_unchanged=skip_unchanged)
+                       stop_at=stop_at, skip_unchanged=skip_unchanged, spill=spill)
         found.tally = tally
         # Every object the search made and kept (the model's memos, the visited set's links) is young when
         # collection resumes, so the first collection after it would scan them all (about 3% of a run of

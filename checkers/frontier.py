@@ -1,0 +1,123 @@
+"""The local engine's frontier between levels, kept compact: encoded states in chunks, past a threshold on disk.
+
+A level's states as Python objects take about 2 KB each (measured with `ci/bench_memory.py`: every object reachable
+from a level of `large` or `controller`, each counted once), so on big spaces the frontier, not the visited set
+(14 bytes a state), decides how far a search gets. With `spill` set, `bfs.search` keeps each finished level as a
+`Frontier`: the states encoded by the Spark engine's codec (`checkers/spark_worker.StateCodec`, the one encoding
+of states between kcm's processes; no second one), in chunks of `CHUNK` states in the level's order. The first
+`spill` states' chunks stay in memory as bytes; the rest go to an anonymous temporary file (unlinked at once, so
+nothing is left behind whatever ends the process) and are read back one chunk at a time. Expanding the level
+decodes chunk by chunk; a state asked for by position (a parent, when its children are judged) is decoded from
+its chunk, the last chunk decoded being kept. The bytes are kcm's own, written and read by this process only.
+
+Decoding gives states equal to the encoded ones, so fingerprints, successors, verdicts and counterexamples are
+the same as with the frontier in memory (`tests/test_frontier.py`).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from array import array
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from kcm.checkers.spark_worker import StateCodec
+
+CHUNK = 4096  # states per chunk: one chunk is decoded at a time
+SPILL = 100_000  # a level of more states is kept as a Frontier, its states past this many on disk
+
+
+class Frontier:
+    """A level's states, in order, encoded in chunks; the chunks past `spill` states in a temporary file."""
+
+    def __init__(self, states: Iterable[Any], codec: StateCodec, spill: int, folder: str | None = None) -> None:
+        self.codec = codec
+        self.count = 0
+        self.encoded_bytes = 0
+        self.ram_bytes = 0  # bytes of the chunks kept in memory (offsets included)
+        # Per chunk: (its bytes in memory, or None when in the file; where in the file; each state's end offset).
+        self.chunks: list[tuple[bytes | None, int, array]] = []
+        self.file: Any = None
+        self.folder = folder
+        self.cached = -1
+        self.decoded: list[Any] = []
+        blobs: list[bytes] = []
+        for state in states:
+            blobs.append(codec.encode(state))
+            if len(blobs) == CHUNK:
+                self._add(blobs, spill)
+                blobs = []
+        if blobs:
+            self._add(blobs, spill)
+
+    def _add(self, blobs: list[bytes], spill: int) -> None:
+        ends = array("Q")
+        end = 0
+        for blob in blobs:
+            end += len(blob)
+            ends.append(end)
+        data = b"".join(blobs)
+        self.encoded_bytes += len(data)
+        if self.count + len(blobs) <= spill:
+            self.chunks.append((data, 0, ends))
+            self.ram_bytes += len(data) + ends.itemsize * len(ends)
+        else:
+            if self.file is None:
+                self.file = tempfile.TemporaryFile(prefix="kcm-frontier-", dir=self.folder)
+            at = self.file.seek(0, os.SEEK_END)
+            self.file.write(data)
+            self.chunks.append((None, at, ends))
+            self.ram_bytes += ends.itemsize * len(ends)
+        self.count += len(blobs)
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __bool__(self) -> bool:
+        return self.count > 0
+
+    def chunk(self, k: int) -> list[Any]:
+        """The states of chunk `k`, decoded (the last chunk decoded is kept)."""
+        if k != self.cached:
+            data, at, ends = self.chunks[k]
+            if data is None:
+                self.file.flush()
+                data = os.pread(self.file.fileno(), ends[-1], at)
+            decode = self.codec.decode
+            start = 0
+            states = []
+            for end in ends:
+                states.append(decode(data[start:end]))
+                start = end
+            self.cached, self.decoded = k, states
+        return self.decoded
+
+    def __getitem__(self, i: int) -> Any:
+        if not 0 <= i < self.count:
+            raise IndexError(i)
+        return self.chunk(i // CHUNK)[i % CHUNK]
+
+    def __iter__(self) -> Iterator[Any]:
+        for k in range(len(self.chunks)):
+            yield from self.chunk(k)
+
+    def close(self) -> None:
+        """Drop the temporary file (it has no name: closing it frees its blocks)."""
+        if self.file is not None:
+            self.file.close()
+            self.file = None
+        self.decoded = []
+        self.cached = -1
+
+
+def next_level(states: Iterable[Any], count: int, spill: int | None, old: Any = None) -> Any:
+    """The next frontier of `count` states: a list when `spill` is None or not exceeded, else a `Frontier` (with
+    the codec of `old`, the frontier it replaces, when that is one: its memos stay warm); `old` is closed."""
+    codec = None
+    if isinstance(old, Frontier):
+        codec = old.codec
+        old.close()
+    if spill is None or count <= spill:
+        return list(states)
+    return Frontier(states, codec or StateCodec(), spill)
