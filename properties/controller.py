@@ -14,9 +14,10 @@ from kcm.model.effects import Effects, LeaderAndIsrRequest
 from kcm.model.fmap import get, search
 from kcm.model.interface import ALWAYS, SOMETIMES, SOMETIMES_STEP, STEP, Property, find, named
 from kcm.model.states import PartitionState, ReplicaState
-from kcm.properties.reads import reads
+from kcm.properties.reads import partition_local, reads
 
 
+@partition_local()
 @reads("zk.assignments", "zk.partitions")
 def leader_in_isr_in_ar(model: Any, state: Cluster) -> bool:
     """Every partition znode has no leader, or a leader in its ISR; its ISR is a subset of its AR.
@@ -38,6 +39,7 @@ def leader_in_isr_in_ar(model: Any, state: Cluster) -> bool:
     return True
 
 
+@partition_local()
 @reads("ghost.elected", "zk.partitions")
 def elected_leaders_are_recorded(model: Any, state: Cluster) -> bool:
     """The leader in every partition znode is the one elected for that leader epoch."""
@@ -48,6 +50,7 @@ def elected_leaders_are_recorded(model: Any, state: Cluster) -> bool:
     return True
 
 
+@partition_local()
 @reads("replicas", "brokers")
 def live_leaders_agree_on_epochs(model: Any, state: Cluster) -> bool:
     """No two live brokers act as leader of one partition in the same leader epoch."""
@@ -63,6 +66,7 @@ def live_leaders_agree_on_epochs(model: Any, state: Cluster) -> bool:
     return True
 
 
+@partition_local()
 def one_leader_per_epoch(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
     """A leader epoch, once given to a leader, is never given to another (at most one leader per epoch)."""
     old = before.ghost.elected
@@ -75,6 +79,7 @@ def one_leader_per_epoch(model: Any, before: Cluster, action: Any, after: Cluste
     return True
 
 
+@partition_local()
 def leader_epochs_never_go_back(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
     """A partition znode's leader epoch never decreases while the partition exists."""
     if after.zk.partitions is before.zk.partitions:
@@ -87,6 +92,7 @@ def leader_epochs_never_go_back(model: Any, before: Cluster, action: Any, after:
     return True
 
 
+@partition_local()
 def controller_epoch_monotone(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
     """/controller_epoch and every broker's newest accepted controller epoch never decrease."""
     if after.zk.controller_epoch < before.zk.controller_epoch:
@@ -111,6 +117,7 @@ def controller_epoch_monotone(model: Any, before: Cluster, action: Any, after: C
     return True
 
 
+@partition_local()
 def brokers_refuse_stale_epochs(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
     """No broker applies a LeaderAndIsr older than the newest controller epoch it has accepted."""
     if not effects.requests or after.replicas is before.replicas:
@@ -135,6 +142,7 @@ def brokers_refuse_stale_epochs(model: Any, before: Cluster, action: Any, after:
     return True
 
 
+@partition_local()
 @reads("brokers", "zk.controller_epoch")
 def no_broker_ahead_of_zookeeper(model: Any, state: Cluster) -> bool:
     """No broker has accepted a controller epoch that /controller_epoch never reached."""
@@ -145,6 +153,7 @@ def no_broker_ahead_of_zookeeper(model: Any, state: Cluster) -> bool:
     return True
 
 
+@partition_local()
 @reads("zk.assignments", "ctx.reassignments")
 def reassignment_ar_is_union(model: Any, state: Cluster) -> bool:
     """During a reassignment AR = RAR followed by OAR - RAR (the seeds' OAR + RAR, contract rule 8)."""
@@ -155,6 +164,7 @@ def reassignment_ar_is_union(model: Any, state: Cluster) -> bool:
     return True
 
 
+@partition_local()
 def ar_shrinks_only_last(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
     """A replica of the original assignment leaves AR only in the last step of a reassignment (RAR in the ISR);
     a replica that was only in an abandoned target may leave when the reassignment is replaced."""
@@ -192,6 +202,7 @@ def ar_shrinks_only_last(model: Any, before: Cluster, action: Any, after: Cluste
     return True
 
 
+@partition_local()
 def moves_follow_the_table(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
     """Every partition and replica state change a step logs is a move of the active rule set's table."""
     if not effects.state_changes:
@@ -206,6 +217,7 @@ def moves_follow_the_table(model: Any, before: Cluster, action: Any, after: Clus
     return True
 
 
+@partition_local()
 @reads("ctx.topics_to_delete", "ctx.replica_states")
 def deletion_states_only_while_deleting(model: Any, state: Cluster) -> bool:
     """Only replicas of topics queued for deletion rest in ReplicaDeletionStarted/Successful/Ineligible.
@@ -222,6 +234,7 @@ def deletion_states_only_while_deleting(model: Any, state: Cluster) -> bool:
     return True
 
 
+@partition_local("deletion", "topic_creation")
 @reads("zk.assignments", "ctx.topics_to_delete", "ctx.controller_id", "ctx.partition_states", "ctx.replica_states")
 def deleted_topics_leave_nothing(model: Any, state: Cluster) -> bool:
     """A topic that is neither in ZooKeeper nor queued for deletion has no partition or replica state left."""
@@ -237,6 +250,7 @@ def deleted_topics_leave_nothing(model: Any, state: Cluster) -> bool:
     return True
 
 
+@partition_local()
 def clean_elections(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
     """With unclean leader election off, every newly elected leader was in the partition's ISR before.
 
@@ -259,6 +273,7 @@ def clean_elections(model: Any, before: Cluster, action: Any, after: Cluster, ef
     return True
 
 
+@partition_local()
 def zk_writes_fenced(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
     """Only the controller of the newest epoch elects: a znode whose leader epoch changes carries that epoch.
 
@@ -279,6 +294,7 @@ def zk_writes_fenced(model: Any, before: Cluster, action: Any, after: Cluster, e
     return True
 
 
+@partition_local()
 @reads("ctx.controller_id", "zk.partitions", "ctx.leadership")
 def controller_cache_matches_zk(model: Any, state: Cluster) -> bool:
     """The active controller's cached leader and ISR of every partition are what ZooKeeper holds."""
@@ -315,6 +331,7 @@ def replicas_act_on_znode(state: Cluster, judged: Any, wait_for_inflight: bool =
     return True
 
 
+@partition_local()
 @reads("brokers", "replicas", "inflight", "zk.delete_topics", "zk.partitions")
 def liveness_view(model: Any, state: Cluster) -> bool:
     """Every live broker in a partition's ISR acts on the znode's leader and leader epoch.
@@ -326,6 +343,7 @@ def liveness_view(model: Any, state: Cluster) -> bool:
     return replicas_act_on_znode(state, lambda tp, lai: lai.isr)
 
 
+@partition_local()
 @reads("brokers", "replicas", "inflight", "zk.delete_topics", "zk.partitions", "zk.assignments")
 def replicas_follow_zk(model: Any, state: Cluster) -> bool:
     """Every live replica of a partition with a leader acts on the znode's leader and leader epoch.
@@ -337,6 +355,7 @@ def replicas_follow_zk(model: Any, state: Cluster) -> bool:
     return replicas_act_on_znode(state, lambda tp, lai: assignments.get(tp, ()))
 
 
+@partition_local()
 @reads("brokers", "zk.controller", "ctx.controller_id")
 def controller_active(model: Any, state: Cluster) -> bool:
     """While any broker is live, the owner of /controller is a live broker acting as the active controller."""
@@ -346,6 +365,7 @@ def controller_active(model: Any, state: Cluster) -> bool:
     return state.zk.controller in live and state.ctx.controller_id == state.zk.controller
 
 
+@partition_local()
 def reassignment_ends_complete(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
     """A reassignment leaves /admin/reassign_partitions only when AR is its target (or the topic is gone).
 
@@ -363,6 +383,7 @@ def reassignment_ends_complete(model: Any, before: Cluster, action: Any, after: 
     return True
 
 
+@partition_local()
 @reads("ctx.controller_id", "zk.assignments", "zk.reassign_partitions", "ctx.reassignments")
 def reassignments_tracked(model: Any, state: Cluster) -> bool:
     """With a controller active, /admin/reassign_partitions holds exactly the reassignments it is carrying out."""
@@ -375,6 +396,7 @@ def reassignments_tracked(model: Any, state: Cluster) -> bool:
     return pending == {tp for tp, _ in state.ctx.reassignments}
 
 
+@partition_local("deletion", "topic_creation")
 @reads("ctx.controller_id", "brokers", "ctx.reassignments", "ctx.topics_to_delete", "ctx.assignments")
 def deletion_progresses(model: Any, state: Cluster) -> bool:
     """With a controller active, a topic stays queued for deletion only while a replica's broker is down
@@ -392,24 +414,28 @@ def deletion_progresses(model: Any, state: Cluster) -> bool:
 
 # -- reachability: a model that never reaches these is broken ---------------------------------
 
+@partition_local()
 @reads("zk.partitions")
 def some_leader_moved(model: Any, state: Cluster) -> bool:
     """Some partition has had a second leader epoch."""
     return any(lai.leader_epoch > 0 for _, lai in state.zk.partitions)
 
 
+@partition_local()
 @reads("ctx.partition_states")
 def some_partition_offline(model: Any, state: Cluster) -> bool:
     """Some partition is OfflinePartition."""
     return any(s == PartitionState.OFFLINE for _, s in state.ctx.partition_states)
 
 
+@partition_local()
 @reads("zk.controller_epoch")
 def some_controller_failover(model: Any, state: Cluster) -> bool:
     """A second controller has been elected."""
     return state.zk.controller_epoch > 1
 
 
+@partition_local()
 def some_reassignment_completes(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
     """Some step completes a reassignment: AR becomes its target and the request leaves ZooKeeper."""
     targets = dict(before.zk.reassign_partitions)
@@ -420,12 +446,14 @@ def some_reassignment_completes(model: Any, before: Cluster, action: Any, after:
     return any(tp not in pending and new.get(tp) == tuple(t) != old.get(tp) for tp, t in targets.items())
 
 
+@partition_local()
 def some_topic_deletion_completes(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
     """Some step finishes deleting a topic (it leaves the deletion queue with nothing left in ZooKeeper)."""
     remaining = {tp[0] for tp, _ in after.zk.assignments}
     return any(t not in after.ctx.topics_to_delete and t not in remaining for t in before.ctx.topics_to_delete)
 
 
+@partition_local()
 def some_stale_request_refused(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
     """Some broker receives a request of an older controller epoch than it has accepted (and refuses it)."""
     if not isinstance(action, Deliver):

@@ -14,7 +14,7 @@ from kcm.model.cluster import Cluster
 from kcm.model.effects import Effects
 from kcm.model.interface import ALWAYS, SOMETIMES, STEP, Property, find, named
 from kcm.model.logs import epoch_start_offset, leader_log
-from kcm.properties.reads import reads
+from kcm.properties.reads import partition_local, reads
 
 
 def _missing(state: Cluster, records: Any) -> list[tuple]:
@@ -28,12 +28,14 @@ def _missing(state: Cluster, records: Any) -> list[tuple]:
     return out
 
 
+@partition_local()
 @reads("ghost.acked", "zk.partitions", "replicas", "brokers")
 def acked_records_survive(model: Any, state: Cluster) -> bool:
     """Every record acknowledged with acks=all is in the log of every later leader."""
     return not _missing(state, state.ghost.acked)
 
 
+@partition_local()
 @reads("ghost.consumed", "zk.partitions", "replicas", "brokers")
 def consumed_records_survive(model: Any, state: Cluster) -> bool:
     """A consumer never reads a record that is later lost."""
@@ -66,6 +68,7 @@ def _pair_up(tp: tuple, reps: list[tuple[int, Any]], out: list[tuple]) -> None:
             out.append((tp, a, b, next(o for o in range(limit) if da.log[o] != db.log[o])))
 
 
+@partition_local()
 @reads("replicas")
 def logs_agree_below_hw(model: Any, state: Cluster) -> bool:
     """Replicas' logs agree below their high watermarks (no divergence of committed data)."""
@@ -79,6 +82,7 @@ def _leaders(state: Cluster) -> dict[tuple, tuple[int, int, int]]:
             if data.leader == broker and brokers[broker].alive}
 
 
+@partition_local()
 def leader_hw_monotone(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
     """A leader's HW never goes backwards while it leads in one leader epoch."""
     if after.replicas is before.replicas:
@@ -99,6 +103,7 @@ def leader_hw_monotone(model: Any, before: Cluster, action: Any, after: Cluster,
     return True
 
 
+@partition_local()
 def isr_joins_reach_epoch_start(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
     """A follower the leader lets into the ISR had fetched up to the start offset of the leader's epoch (KAFKA-7128).
 
@@ -123,12 +128,14 @@ def isr_joins_reach_epoch_start(model: Any, before: Cluster, action: Any, after:
     return True
 
 
+@partition_local()
 @reads("ghost.acked")
 def some_record_acked(model: Any, state: Cluster) -> bool:
     """Some acks=all record is acknowledged (the HW passed it)."""
     return bool(state.ghost.acked)
 
 
+@partition_local()
 @reads("ghost.consumed")
 def some_record_consumed(model: Any, state: Cluster) -> bool:
     """Some consumer read a committed record."""

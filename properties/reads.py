@@ -51,6 +51,29 @@ def reads(*paths: str) -> Callable[[F], F]:
     return mark
 
 
+def partition_local(*unless: str) -> Callable[[F], F]:
+    """Declare a predicate partition-local: it judges a state (a step) as it judges each partition's own part.
+
+    A state predicate holds exactly when it holds on every partition's restriction of the state (each map keyed by
+    partition cut down to that partition's entries), and a reachability goal is reached exactly when one
+    restriction reaches it; a step predicate judges a step that touches one partition by that partition's part.
+    `unless` names config families under which the claim does not hold (a topic-wide rule with deletion on).
+    Partial-order reduction (`checkers/por.py`) relies on it; `tests/test_por.py` checks it on explored states.
+    """
+
+    def mark(fn: F) -> F:
+        fn.partition_local = tuple(unless)  # type: ignore[attr-defined]
+        return fn
+
+    return mark
+
+
+def is_partition_local(condition: Callable[..., Any], families: Sequence[str] | set[str] = ()) -> bool:
+    """Whether a predicate is declared partition-local for a config with these families."""
+    unless = getattr(condition, "partition_local", None)
+    return unless is not None and not set(unless) & set(families)
+
+
 def declared(condition: Callable[..., Any]) -> tuple[str, ...] | None:
     """The parts a predicate declares it reads, or None when it declares nothing."""
     return getattr(condition, "reads", None)
