@@ -209,7 +209,7 @@ def add_arguments(p: Any) -> None:
 
 def add_markdown_argument(p: Any) -> None:
     """Declare --markdown on a command's parser."""
-    p.add_argument("--markdown", metavar="FILE",
+    p.add_argument("--markdown", "--markdown-summary", dest="markdown", metavar="FILE",
                    help="also append a Markdown summary, each counterexample drawn as a Mermaid sequence diagram "
                         "(e.g. --markdown \"$GITHUB_STEP_SUMMARY\")")
 

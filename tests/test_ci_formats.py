@@ -201,7 +201,7 @@ def test_check_trace_and_check_log_append_markdown_summaries(tmp_path, two_bad):
     files = [str(two_bad / n) for n in ("ok.jsonl", "first.jsonl", "second.jsonl")]
     assert kcm("check-trace", *files, "--markdown", str(md)).returncode == 1
     log = ROOT / "specs" / "logs" / "kafka-2.8-invalid.log"
-    assert kcm("check-log", str(log), "--markdown", str(md)).returncode == 1
+    assert kcm("check-log", str(log), "--markdown-summary", str(md)).returncode == 1  # the workflow's spelling
     text = md.read_text()
     assert text.startswith("## kcm check-trace: **2 of 3 failed**") and "## kcm check-log: **1 of 1 failed**" in text
     assert f"`{two_bad / 'first.jsonl'}` line 22" in text and f"`{log}` line 31 | EpochFencing |" in text
