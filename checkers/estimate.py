@@ -231,7 +231,10 @@ def sample_level(model: Any, frontier: list[Any], visited: Any, count: int, seed
 
     A new edge is a (parent, successor) pair, counted once per pair, whose successor `visited` does not hold.
     """
-    picked = frontier if count >= len(frontier) else random.Random(seed).sample(frontier, count)
+    if count >= len(frontier):
+        picked = list(frontier)
+    else:  # positions in order: a frontier kept in chunks decodes each chunk once
+        picked = [frontier[i] for i in sorted(random.Random(seed).sample(range(len(frontier)), count))]
     fingerprint = model.fingerprint
     edges = 0
     for state in picked:
@@ -250,7 +253,7 @@ def estimate(model: Any, seconds: float = BUDGET, max_states: int | None = None,
     began = time.perf_counter()
     budget = _Budgeted(model, seconds, max_states)
     with no_collections():  # as the local engine runs (checkers/collector.py), so the speed measured is its own
-        found = bfs.search(model, "local", budget, progress=None)
+        found = bfs.search(model, "local", budget, progress=None, spill=None)  # levels the budget allows
     explored_seconds = time.perf_counter() - budget.start
     sizes = list(budget.sizes)
     sampled = None

@@ -69,8 +69,7 @@ def child(config: str, max_states: int, spill: int | None, deep: bool) -> dict[s
     base = status("VmRSS")
     start = time.perf_counter()
     with no_collections():
-        kwargs = {} if spill is None else {"spill": spill}
-        found = bfs.search(model, "local", expand_level, max_states, **kwargs)
+        found = bfs.search(model, "local", expand_level, max_states, spill=spill)
     seconds = time.perf_counter() - start
     peak = status("VmHWM")
     frontier = last[0] if last else []
