@@ -76,6 +76,9 @@ class Controller:
         self.controller_epoch = 0
         self.write_epoch = 0  # the controller epoch this controller puts in its writes
         self.assignment: dict[tuple[str, int], list[int]] = {}
+        # reassignments in flight: partition -> (original replicas, target replicas), in ZooKeeper and in memory
+        self.zk_moving: dict[tuple[str, int], tuple[list[int], list[int]]] = {}
+        self.moving: dict[tuple[str, int], tuple[list[int], list[int]]] = {}
         self.pstate: dict[tuple[str, int], str] = {}
         self.rstate: dict[tuple[tuple[str, int], int], str] = {}
         self.events: list[dict[str, Any]] = [{"type": "broker_up", "broker": b} for b in self.registered]
@@ -118,6 +121,8 @@ class Controller:
                 raise Refused("IllegalStateTransition", f"{pname(p)}@{b}: {cur} -> {to}")
             return False
         self.rstate[(p, b)] = to
+        if to == NONEXISTENT_R:
+            del self.rstate[(p, b)]  # a replica that no longer exists is not listed
         self.emit("replica_state_change", partition=pname(p), replica=b, **{"from": cur, "to": to})
         return True
 
@@ -133,7 +138,9 @@ class Controller:
             version = old["zk_version"]
         new = {"leader": leader, "leader_epoch": epoch, "isr": sorted(isr), "zk_version": version}
         self.zk_state[p] = new
-        event = dict(new, partition=pname(p), controller_epoch=self.write_epoch, replicas=list(self.assignment[p]))
+        # the znode's replicas are ZooKeeper's assignment (a finishing reassignment changes it last)
+        event = dict(new, partition=pname(p), controller_epoch=self.write_epoch,
+                     replicas=list(self.zk_assignment[p]))
         if election:
             event["election"] = election
         self.emit("leader_and_isr_write", **event)
@@ -225,7 +232,7 @@ class Controller:
     def elect_controller(self, wanted: int | None = None) -> None:
         """A new controller wins /controller, loads ZooKeeper and starts both state machines."""
         up = sorted(self.live)
-        self.assignment, self.pstate, self.rstate = {}, {}, {}
+        self.assignment, self.pstate, self.rstate, self.moving = {}, {}, {}, {}
         if not up:
             self.controller = -1
             return
@@ -255,6 +262,10 @@ class Controller:
             else:
                 self.pstate[p] = OFFLINE_P
         self.retry_offline()
+        self.moving = {p: (list(old), list(new)) for p, (old, new) in self.zk_moving.items()}
+        for p in sorted(self.moving):
+            if p in self.moving:
+                self.reassignment_round(p)
 
     # ------------------------------------------------------------------ operations
     def check_broker(self, b: int) -> None:
@@ -349,6 +360,9 @@ class Controller:
             if b in self.assignment[p]:
                 self.move_replica(p, b, ONLINE_R)
         self.retry_offline()
+        for p in sorted(self.moving):
+            if p in self.moving and b in self.moving[p][1]:
+                self.reassignment_round(p)
 
     def controlled_shutdown(self, b: int) -> None:
         """Move leadership off a broker that is about to stop, and take its follower replicas offline."""
@@ -414,10 +428,68 @@ class Controller:
             self.move_replica(p, b, target, strict=True)
             if target == ONLINE_R and before == NEW_R and b not in self.assignment[p]:
                 self.assignment[p].append(b)
-            if target == NONEXISTENT_R:
-                del self.rstate[(p, b)]  # a replica that no longer exists is not listed
-                if b in self.assignment.get(p, []):
-                    self.assignment[p].remove(b)
+            if target == NONEXISTENT_R and b in self.assignment.get(p, []):
+                self.assignment[p].remove(b)
+
+    def reassign(self, p: tuple[str, int], target: list[int]) -> None:
+        """Move a partition to other replicas: new ones first, then the leader among them, then the old ones go."""
+        if p not in self.zk_assignment:
+            raise Refused("UnknownTopicOrPartition", f"{pname(p)} does not exist")
+        if not target or len(set(target)) != len(target) or any(b not in self.registered for b in target):
+            raise Refused("InvalidReplicaAssignment", f"bad target {target}")
+        if self.controller < 0:
+            old = self.zk_moving[p][0] if p in self.zk_moving else list(self.zk_assignment[p])
+            self.zk_moving[p] = (old, list(target))
+            return
+        if p not in self.moving and target == self.assignment[p]:
+            self.zk_moving.pop(p, None)  # nothing to move
+            return
+        old = self.moving[p][0] if p in self.moving else list(self.assignment[p])
+        self.moving[p] = self.zk_moving[p] = (old, list(target))
+        self.reassignment_round(p)
+
+    def reassignment_round(self, p: tuple[str, int]) -> None:
+        """Finish the reassignment if the whole target is in the ISR, else (re)start its new replicas."""
+        old, target = self.moving[p]
+        leaving = [b for b in old if b not in target]
+        replicas = target + leaving
+        before = self.assignment[p]
+        if before != replicas:
+            self.zk_assignment[p], self.assignment[p] = list(replicas), list(replicas)
+            self.remove_replicas(p, [b for b in before if b not in replicas])
+        zk = self.zk_state.get(p)
+        if set(target) == set(old) or (zk is not None and set(target) <= set(zk["isr"])):
+            self.finish_reassignment(p, target, leaving)
+            return
+        if zk is not None:
+            self.write(p, zk["leader"], zk["isr"])
+        for b in target:
+            if b not in old:
+                self.move_replica(p, b, NEW_R)
+
+    def finish_reassignment(self, p: tuple[str, int], target: list[int], leaving: list[int]) -> None:
+        """The target replicas take over and the others are removed."""
+        for b in target:
+            self.move_replica(p, b, ONLINE_R)
+        self.assignment[p] = list(target)
+        zk = self.zk_state.get(p)
+        if zk is not None:
+            if zk["leader"] not in target or zk["leader"] not in self.eligible():
+                self.online([p], "reassigned")
+            else:
+                self.write(p, zk["leader"], zk["isr"])
+        self.remove_replicas(p, leaving)
+        self.zk_assignment[p] = list(target)
+        self.zk_moving.pop(p, None)
+        self.moving.pop(p, None)
+
+    def remove_replicas(self, p: tuple[str, int], gone: list[int]) -> None:
+        """Replicas dropped from a partition go offline, then through deletion."""
+        for b in gone:
+            self.take_offline(p, b)
+        for state in (DEL_STARTED, DEL_DONE, NONEXISTENT_R):
+            for b in gone:
+                self.move_replica(p, b, state)
 
     def isr_shrink(self, p: tuple[str, int], b: int) -> None:
         """The leader drops a follower from the ISR (only the zkVersion moves)."""
@@ -444,4 +516,6 @@ class Controller:
         return {"controller": {"id": self.controller, "epoch": self.controller_epoch},
                 "live_brokers": sorted(self.live), "partitions": parts,
                 "replicas": {f"{pname(p)}@{b}": s for (p, b), s in sorted(self.rstate.items())},
-                "reassignments": {}}
+                "reassignments": {pname(p): {"adding": [b for b in new if b not in old],
+                                             "removing": [b for b in old if b not in new]}
+                                  for p, (old, new) in sorted(self.moving.items())}}
