@@ -100,7 +100,8 @@ def main(args: argparse.Namespace) -> int:
                 from None
         print(json.dumps(report.to_json(), indent=2) if args.json else report.text())
         try:
-            ci_formats.write_outputs(report.cases(), args.junit_xml, args.sarif, args.github)
+            ci_formats.write_outputs(report.cases(), args.junit_xml, args.sarif, args.github, args.markdown,
+                                     "kcm conform")
         except OSError as err:
             raise ConformInputError(f"cannot write {err.filename}: {err.strerror}") from None
         return report.exit_code
