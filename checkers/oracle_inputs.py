@@ -267,6 +267,32 @@ def _leader_writes(into: list[tuple[tuple, LeaderAndIsr]]) -> Iterator[None]:
         reassignment.on_isr_change = original
 
 
+@contextlib.contextmanager
+def _elections(into: list[tuple[tuple, str, int]]) -> Iterator[None]:
+    """Record (partition, selector, leader chosen) for every leader selector the reference runs while the block runs,
+    so that each write of a new leader can say which election made it."""
+    from kcm.reference import partition_machine
+
+    original = partition_machine.choose
+
+    def choose(t: Any, tp: tuple, selector: str, isr: tuple[int, ...]) -> Any:
+        found = original(t, tp, selector, isr)
+        if found is not None:
+            into.append((tp, selector, found[0]))
+        return found
+
+    partition_machine.choose = choose
+    try:
+        yield
+    finally:
+        partition_machine.choose = original
+
+
+# The trace format's name of each leader selector's election.
+_ELECTION = {"offline": "offline", "reassigned": "reassignment", "preferred": "preferred",
+             "controlled_shutdown": "controlled_shutdown"}
+
+
 def _znode_writes(before: Cluster, after: Cluster, effects: Effects,
                   leader_writes: list[tuple[tuple, LeaderAndIsr]]) -> list[tuple[tuple, LeaderAndIsr]]:
     """Every partition znode value a step wrote, in order of zkVersion: the controller's (each carried by the
@@ -295,10 +321,14 @@ def _znode_writes(before: Cluster, after: Cluster, effects: Effects,
 
 
 def golden_events(config: ClusterConfig, before: Cluster, action: Any, after: Cluster, effects: Effects,
-                  leader_writes: list[tuple[tuple, LeaderAndIsr]]) -> list[dict[str, Any]]:
+                  leader_writes: list[tuple[tuple, LeaderAndIsr]],
+                  elections: list[tuple[tuple, str, int]] | None = None) -> list[dict[str, Any]]:
     """The trace events of one step of a scenario as the reference ran it: as `trace_events`, but with every znode
-    value the step wrote (not only the last), and with asynchronous delivery written as it happens (a request is
-    sent in the step that queues it and received in the `deliver` step that delivers it)."""
+    value the step wrote (not only the last), each new leader's write marked with the election that chose it
+    (`elections`: the selectors run, in order), the data plane's appends and fetches, and asynchronous delivery
+    written as it happens (a request is sent in the step that queues it and received in the `deliver` step that
+    delivers it)."""
+    unused = list(elections or [])
     events = [e for e in trace_events(config, before, action, after, effects)
               if e["type"] not in ("leader_and_isr_write", "request_sent", "request_received")]
     assignments = dict(after.zk.assignments)
@@ -317,13 +347,18 @@ def golden_events(config: ClusterConfig, before: Cluster, action: Any, after: Cl
         if tp in assignments and lai == dict(after.zk.partitions).get(tp):
             ev["replicas"] = list(assignments[tp])
         if lai.leader != NO_LEADER and prev is not None and prev.leader != lai.leader:
-            if isinstance(action, A.PreferredElection):
-                ev["election"] = "preferred"
-            elif config.unclean_leader_election and lai.leader not in prev.isr:
+            chosen = next((e for e in unused if e[0] == tp and e[2] == lai.leader), None)
+            if chosen is not None:
+                unused.remove(chosen)
+            if config.unclean_leader_election and lai.leader not in prev.isr:
                 ev["election"] = "unclean"
+            elif chosen is not None:
+                ev["election"] = _ELECTION[chosen[1]]
+            elif isinstance(action, A.PreferredElection):
+                ev["election"] = "preferred"
         (early if tp_name(tp) in deleted else events).append(ev)
         previous[tp] = lai
-    events[first_change:first_change] = early
+    events[first_change:first_change] = _data_events(action, before, after) + early
     if config.delivery == "sync":
         return events + [e for e in trace_events(config, before, action, after, effects)
                          if e["type"] in ("request_sent", "request_received")]
@@ -341,6 +376,42 @@ def golden_events(config: ClusterConfig, before: Cluster, action: Any, after: Cl
                     fields["partitions"] = []
                 events.append({"type": "request_received", **fields, **({} if accepted else {"accepted": False})})
     return events
+
+
+def _data_events(action: Any, before: Cluster, after: Cluster) -> list[dict[str, Any]]:
+    """The produce or fetch events of a data-plane step: a produce's append on its leader, and each follower's fetch
+    of a replicate round (from the offset its log kept, as it ends the round), with the leader's LEO and HW after."""
+    if not isinstance(action, A.Produce | A.Replicate):
+        return []
+    old, new = dict(before.replicas), dict(after.replicas)
+    tp = action.tp
+    name = tp_name(tp)
+    changed = sorted(b for (t, p, b), r in new.items() if (t, p) == tp and old.get((t, p, b)) != r)
+    if isinstance(action, A.Produce):
+        out = []
+        for b in changed:
+            was, now = old.get((tp[0], tp[1], b)), new[(tp[0], tp[1], b)]
+            grown = now.leo - (was.leo if was is not None else 0)
+            if now.leader == b and grown > 0:
+                out.append({"type": "produce", "partition": name, "broker": b, "offset": now.leo - grown,
+                            "count": grown, "leo": now.leo, "hw": now.hw})
+        return out
+    out = []
+    for b in changed:
+        was, now = old.get((tp[0], tp[1], b)), new[(tp[0], tp[1], b)]
+        if was is None or was.leader in (b, NO_LEADER):
+            continue
+        # the leader it fetched from is the one it followed when the round began (a reassignment the round
+        # completes may move the leader after the fetches)
+        key = (tp[0], tp[1], was.leader)
+        lead = new.get(key, old.get(key))
+        if lead is None:
+            continue
+        kept = next((i for i, (x, y) in enumerate(zip(was.log, now.log, strict=False)) if x != y),
+                    min(len(was.log), len(now.log)))
+        out.append({"type": "fetch", "partition": name, "broker": b, "leader": was.leader, "fetch_offset": kept,
+                    "leo": now.leo, "hw": now.hw, "leader_leo": lead.leo, "leader_hw": lead.hw})
+    return out
 
 
 def _request_fields(req: Any) -> dict[str, Any]:
@@ -366,18 +437,20 @@ def scenario_trace(doc: dict[str, Any]) -> list[dict[str, Any]]:
     config = cluster_config(doc)
     first = initial_cluster(config)
     writes: list[tuple[tuple, LeaderAndIsr]] = []
+    chosen: list[tuple[tuple, str, int]] = []
     events = [{"type": "broker_up", "broker": b} for b, s in first.brokers if s.alive]
-    with _leader_writes(writes):
+    with _leader_writes(writes), _elections(chosen):
         state, effects = api.start(config)
-        events += golden_events(config, first, None, state, effects, writes)
+        events += golden_events(config, first, None, state, effects, writes, chosen)
         for step in doc["steps"]:
             writes.clear()
+            chosen.clear()
             action = from_step(step)
             try:
                 nxt, effects = api.step(config, state, action)
             except KcmError:
                 continue
-            events += golden_events(config, state, action, nxt, effects, writes)
+            events += golden_events(config, state, action, nxt, effects, writes, chosen)
             state = nxt
     return events
 

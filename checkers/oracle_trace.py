@@ -659,6 +659,10 @@ class Replay:
             if ev["request"] == "LeaderAndIsr":
                 self._record_leader(p)
                 view[p["partition"]] = {"leader": p["leader"], "leader_epoch": p["leader_epoch"]}
+                if p["leader"] != broker:
+                    # A broker made a follower may truncate its log (to its HW before KIP-101), which no event
+                    # says: its LEO is known again from its next fetch or append.
+                    self.logs.pop(f"{p['partition']}@{broker}", None)
             elif ev["request"] == "StopReplica":
                 view.pop(p["partition"], None)
                 if p.get("delete"):

@@ -57,3 +57,15 @@ def test_emit_trace_unwritable_is_exit_2_one_line(tmp_path, capsys):
     assert main(["run", str(scenario), "--emit-trace", str(tmp_path / "no" / "such" / "dir.jsonl")]) == 2
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err.count("\n") == 1 and "--emit-trace" in captured.err
+
+
+def test_emit_trace_marks_elections_and_writes_the_data_plane():
+    doc = read_file(SCENARIOS / "ops" / "preferred-election.json")
+    marks = [e.get("election") for e in scenario_trace(doc) if e["type"] == "leader_and_isr_write"
+             and e["leader_epoch"] > 0 and e["leader"] >= 0]
+    assert "preferred" in marks and "offline" in marks
+    doc = read_file(SCENARIOS / "bugs" / "kip101-log-divergence.json")
+    kinds = {e["type"] for e in scenario_trace(doc)}
+    assert {"produce", "fetch"} <= kinds
+    v = check_events(scenario_trace(doc), "seeds")
+    assert v.ok and "OffsetsConsistent" not in v.not_judged, v.message()
