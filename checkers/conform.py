@@ -181,7 +181,7 @@ class ConformReport:
         counts = ", ".join(f"{n} {k}" for k, n in self.counts().items() if n)
         rate = len(self.outcomes) / self.seconds if self.seconds > 0 else 0.0
         lines.append(f"conform: {len(self.outcomes)} scenarios from {self.source} in {self.seconds:.1f} s "
-                     f"({rate:.1f}/s, {self.jobs} jobs): {counts or 'none'}")
+                     f"({rate:.1f}/s, {self.jobs} job{'s' * (self.jobs != 1)}): {counts or 'none'}")
         return "\n".join(lines)
 
     def to_json(self) -> dict[str, Any]:

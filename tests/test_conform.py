@@ -22,18 +22,19 @@ ROOT = Path(__file__).resolve().parent.parent
 TOY = ROOT / "examples" / "toy_controller" / "adapter.py"
 ADAPTER = f"{sys.executable} {TOY}"
 
-# bug -> (the library scenario that catches it, verdict, rule id for a violation / diverging field)
+# bug -> (the shortest library scenario that catches it, verdict, rule id for a violation / a diverging field): the
+# table of docs/conformance.md
 CATCHES: dict[str, tuple[str, str, str]] = {
     "no-leader-epoch-bump": ("kafka/ci-leader-fails.json", "violation", "OneLeaderPerEpoch"),
     "leader-outside-isr": ("kafka/ci-topic-creation-offline-replica.json", "violation", "LeaderInIsrInAr"),
-    "stale-controller-epoch": ("kafka/ci-metadata-for-offline-replicas.json", "violation", "ZkEpochFencing"),
-    "zkversion-not-advanced": ("kafka/ci-all-replicas-fail.json", "violation", "ZkVersionGrows"),
+    "stale-controller-epoch": ("kafka/psm-new-to-online.json", "violation", "ZkEpochFencing"),
+    "zkversion-not-advanced": ("kafka/ci-controlled-shutdown-follower.json", "violation", "ZkVersionGrows"),
     "illegal-state-move": ("kafka/cft-handle-illegal-state.json", "violation", "ValidTransition"),
     "divergent-election": ("ops/broker-failure.json", "divergence", "partitions.t-0.leader"),
     "unclean-when-disabled": ("kafka/unclean-election-disabled.json", "violation", "CleanElection"),
-    "isr-emptied": ("kafka/ci-all-replicas-fail.json", "divergence", "partitions.t-0.isr"),
+    "isr-emptied": ("kafka/ci-entire-isr-offline-unclean-disabled.json", "divergence", "partitions.t-0.isr"),
     "no-controller-epoch-bump": ("kafka/ci-controller-move.json", "violation", "ControllerEpochMonotone"),
-    "shutdown-keeps-isr": ("ops/controlled-shutdown.json", "divergence", "partitions.t-1.leader_epoch"),
+    "shutdown-keeps-isr": ("kafka/ci-controlled-shutdown-follower.json", "divergence", "partitions.test-0.isr"),
     "preferred-ignores-isr": ("kafka/election-preferred-not-in-isr.json", "violation", "LeaderInIsrInAr"),
 }
 
