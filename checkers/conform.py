@@ -50,6 +50,7 @@ MAX_OUTPUT_BYTES = 64 << 20
 MAX_RESULT_BYTES = 8 << 20
 STDERR_TAIL = 4096  # the end of the adapter's stderr kept for an adapter error's message
 MAX_SHRINK_RUNS = 200  # adapter runs one shrink may take
+MAX_SHRINK_SECONDS = 120.0  # and the time it may take (a candidate that hangs costs the whole timeout)
 COMPARED_FIELDS = ("state", "leader", "leader_epoch", "isr")
 # The ids a failure that is not a rule violation is reported under (JUnit's type, SARIF's ruleId), in words.
 FAILURE_RULES = {
@@ -440,6 +441,9 @@ def judge(name: str, file: str, doc: dict[str, Any], got: AdapterRun, rules: str
         o.message = f"flooded stdout: more than {got.limit:,} bytes; killed"
     elif got.code == SKIP_EXIT:
         o.kind, o.message = SKIPPED, f"not implemented by the adapter{said}"
+    elif got.code is not None and got.code < 0:
+        o.kind, o.rule = ADAPTER_ERROR, f"signal {-got.code}"
+        o.message = f"the adapter was killed by signal {-got.code}{said}"
     elif got.code != 0:
         o.kind, o.rule, o.message = ADAPTER_ERROR, f"exit {got.code}", f"the adapter exited with {got.code}{said}"
     if o.kind != CONFORMS:
@@ -518,8 +522,11 @@ def _shrink_and_write(first: Outcome, doc: dict[str, Any], run0: AdapterRun, opt
     base = {k: v for k, v in doc.items() if k not in ("expect", "expect_violation")}
     wanted = first.signature()
     best: dict[str, Any] = {"doc": base, "run": run0}
+    deadline = time.monotonic() + MAX_SHRINK_SECONDS
 
     def fails(steps: list[dict[str, Any]]) -> bool:
+        if time.monotonic() > deadline:
+            return False
         candidate = dict(base, steps=steps)
         try:
             validate(candidate)

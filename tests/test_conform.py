@@ -140,6 +140,9 @@ HOSTILE = {
               "exited with 7"),
     "silent": ("pass", "adapter error", "no events"),
     "skip": ("import sys; sys.exit(3)", "skipped", "not implemented"),
+    "crash": ("import os, signal; os.kill(os.getpid(), signal.SIGSEGV)", "adapter error", "killed by signal 11"),
+    "long_line": ("import sys; sys.stdout.write('{\"type\": \"broker_up\", \"broker\": 0' + ' ' * (2 << 20) + '}')",
+                  "adapter error", "longer than"),
     "bad_result": ("import os\nprint('{\"type\": \"broker_up\", \"broker\": 0}')\n"
                    "open(os.environ['KCM_RESULT'], 'w').write('{\"partitions\": [1, 2')", "adapter error",
                    "malformed result document"),
@@ -214,6 +217,13 @@ def test_bad_input_exits_2_with_one_line(args: list[str], words: str, capsys: py
     assert main(["conform", *args]) == 2
     err = capsys.readouterr().err
     assert words in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_suite_folder_is_read_as_kcm_suite_wrote_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = _folder(tmp_path, ["ops/broker-failure.json", "kafka/ci-controller-move.json"])
+    (folder / "ops" / "broker-failure.trace.jsonl").write_text("not a scenario: a golden trace beside it\n")
+    code, report = _conform(capsys, "--adapter", ADAPTER, "--suite", str(folder), "--jobs", "2")
+    assert code == 0 and report["counts"]["conforms"] == 2 and report["source"] == str(folder)
 
 
 def test_an_invalid_scenario_in_the_folder_runs_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
