@@ -569,12 +569,17 @@ class Replay:
 
     def _leader_and_isr_write(self, ev: dict[str, Any]) -> str:
         key, epoch, cepoch = ev["partition"], ev["leader_epoch"], ev["controller_epoch"]
-        if cepoch < self.controller_epoch:
+        prev = self.zk.get(key)
+        # A write that keeps the leader, the leader epoch and the controller epoch of the znode is the leader's own
+        # ISR change (contract rule 11: only the zkVersion moves): the leader writes the controller epoch the znode
+        # had, which a newer controller that has not rewritten the partition leaves older than its own.
+        own = (prev is not None and ev["leader"] == prev["leader"] and epoch == prev["leader_epoch"]
+               and cepoch == prev.get("controller_epoch"))
+        if cepoch < self.controller_epoch and not own:
             return (f"ZkEpochFencing: leader-and-ISR write by controller epoch {cepoch} after controller epoch "
                     f"{self.controller_epoch} was elected")
         if cepoch > self.controller_epoch:
             return f"EpochsWereElected: leader-and-ISR write by controller epoch {cepoch}, which was never elected"
-        prev = self.zk.get(key)
         if prev is not None:
             if epoch < prev["leader_epoch"]:
                 return f"LeaderEpochMonotone: {key} leader epoch {epoch} after {prev['leader_epoch']}"
@@ -590,7 +595,8 @@ class Replay:
         broken = self._selector_rules(ev, prev) if new_leader and prev is not None else ""
         if broken:
             return broken
-        self.zk[key] = {f: ev[f] for f in ("leader", "leader_epoch", "isr", "zk_version", "replicas") if f in ev}
+        self.zk[key] = {f: ev[f] for f in ("leader", "leader_epoch", "isr", "zk_version", "controller_epoch",
+                                           "replicas") if f in ev}
         if "replicas" not in ev and prev is not None and "replicas" in prev:
             self.zk[key]["replicas"] = prev["replicas"]
         self._record_leader(ev)

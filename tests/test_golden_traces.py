@@ -69,3 +69,19 @@ def test_emit_trace_marks_elections_and_writes_the_data_plane():
     assert {"produce", "fetch"} <= kinds
     v = check_events(scenario_trace(doc), "seeds")
     assert v.ok and "OffsetsConsistent" not in v.not_judged, v.message()
+
+
+def test_a_leaders_isr_write_after_a_controller_failover_is_legal():
+    """The leader's own ISR write carries the controller epoch its znode had, older than a new controller's that has
+    not rewritten the partition: not a fenced write. A controller's write with an old epoch still is."""
+    doc = {"name": "leader ISR write after failover", "config": {"brokers": [0, 1, 2]},
+           "steps": [{"op": "create_topic", "topic": "t", "assignment": {"0": [1, 2]}},
+                     {"op": "controller_resign", "broker": 2}, {"op": "isr_shrink", "partition": "t-0", "broker": 2},
+                     {"op": "produce", "partition": "t-0"}, {"op": "replicate", "partition": "t-0"},
+                     {"op": "replicate", "partition": "t-0"}]}
+    events = scenario_trace(doc)
+    own = [e for e in events if e["type"] == "leader_and_isr_write" and e["controller_epoch"] == 1][1:]
+    assert own and check_events(events, "seeds").ok
+    stale = dict(own[0], leader=2, leader_epoch=1, zk_version=own[-1]["zk_version"] + 1, isr=[1, 2])
+    v = check_events(events + [stale], "seeds")
+    assert v.rule_id == "ZkEpochFencing"
