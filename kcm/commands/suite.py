@@ -18,17 +18,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--traces", action="store_true",
                    help="also write each scenario's golden trace (the reference's run) as NAME.trace.jsonl")
     p.add_argument("--json", action="store_true", help="print the report as JSON, every reachable item listed")
+    p.add_argument("--max-states", type=flags.count(1, flags.MAX_STATES), default=None, metavar="N",
+                   help="refuse a config whose graph has more states than this (default 1,000,000: the whole graph "
+                        "is held in memory, about 1.2 KB a state)")
 
 
 def main(args: argparse.Namespace) -> int:
     """Generate the suite and print its report; 0 written, 2 bad config or folder."""
-    from kcm.checkers.suite import SuiteError, generate_suite
+    from kcm.checkers.suite import MAX_SUITE_STATES, SuiteError, generate_suite
 
     if why := flags.prepare_folder(args.out):
         print(f"kcm suite: --out {args.out}: {why}", file=sys.stderr)
         return 2
     try:
-        report = generate_suite(args.config, Path(args.out), traces=args.traces)
+        report = generate_suite(args.config, Path(args.out), traces=args.traces,
+                                max_states=args.max_states or MAX_SUITE_STATES)
     except SuiteError as err:
         print(f"kcm suite: --config {args.config}: {err}", file=sys.stderr)
         return 2
