@@ -25,6 +25,9 @@ from typing import Any
 from kcm.checkers.spark_worker import StateCodec
 
 CHUNK = 4096  # states per chunk: one chunk is decoded at a time
+# Entries per memo of the frontier's codec: enough for the parts a chunk's states share, and few enough that the
+# memos, which keep their parts alive, stay far below what they save (the Spark engine's 2^17 entries took 40 MB).
+MEMO = 1 << 14
 SPILL = 100_000  # a level of more states is kept as a Frontier, its states past this many on disk
 
 
@@ -120,4 +123,4 @@ def next_level(states: Iterable[Any], count: int, spill: int | None, old: Any = 
         old.close()
     if spill is None or count <= spill:
         return list(states)
-    return Frontier(states, codec or StateCodec(), spill)
+    return Frontier(states, codec or StateCodec(MEMO), spill)
