@@ -30,7 +30,8 @@ def case(path: str, v: Verdict) -> ci_formats.Case:
         c.status, c.line, c.message = ci_formats.FAILED, v.line, (f"malformed: {v.rule}" if v.malformed else v.rule)
         c.rule = "malformed-trace" if v.malformed else rule_id(v.rule)  # the property's or trace-only rule's id
         c.rule_text = TRACE_ONLY.get(c.rule, "")
-        c.detail = {"event": v.event, "state_before": v.state_before}
+        c.detail = {"event": v.event, "state_focus": v.focus, "not_judged": v.not_judged,
+                    "state_before": v.state_before}
     return c
 
 
