@@ -22,7 +22,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from controller import BUGS, Controller, Refused  # noqa: E402
 
 SUPPORTED_OPS = {"create_topic", "broker_fail", "broker_start", "controlled_shutdown", "controller_resign",
-                 "preferred_election", "partition_transition", "replica_transition", "isr_shrink", "reassign"}
+                 "preferred_election", "partition_transition", "replica_transition", "isr_shrink", "reassign",
+                 "add_partitions"}
 IGNORED_SETTINGS = {"brokers", "controller", "unclean_leader_election", "rules", "min_insync_replicas",
                     "truncation"}
 
@@ -80,6 +81,8 @@ def run_step(c: Controller, step: dict[str, Any]) -> None:
         c.partition_transition([partition(n) for n in step["partitions"]], step["target"], step.get("selector"))
     elif op == "replica_transition":
         c.replica_transition([replica(n) for n in step["replicas"]], step["target"])
+    elif op == "add_partitions":
+        c.add_partitions(step["topic"], step["assignment"])
     elif op == "reassign":
         c.reassign(partition(step["partition"]), list(step["replicas"]))
     elif op == "isr_shrink":

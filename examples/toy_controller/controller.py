@@ -285,18 +285,35 @@ class Controller:
         if any(p[0] == topic for p in self.zk_assignment):
             raise Refused("InvalidReplicaAssignment", f"topic {topic} exists")
         if assignment:
-            parts = {int(k): list(v) for k, v in assignment.items()}
-            if sorted(parts) != list(range(len(parts))):
-                raise Refused("InvalidReplicaAssignment", "partitions are not numbered from 0")
-            for replicas in parts.values():
-                if not replicas or len(set(replicas)) != len(replicas) or \
-                        any(b not in self.registered for b in replicas):
-                    raise Refused("InvalidReplicaAssignment", f"bad replica list {replicas}")
+            parts = self.checked_assignment(assignment, 0)
         else:
             up = sorted(self.live)
             if count < 1 or rf < 1 or rf > len(up):
                 raise Refused("InvalidReplicaAssignment", "bad partition count or replication factor")
             parts = {i: [up[(i + j) % len(up)] for j in range(rf)] for i in range(count)}
+        self.new_partitions(topic, parts)
+
+    def add_partitions(self, topic: str, assignment: dict[str, list[int]]) -> None:
+        """More partitions for an existing topic, numbered on from its last."""
+        mine = [p for p in self.zk_assignment if p[0] == topic]
+        if not mine:
+            raise Refused("UnknownTopicOrPartition", f"topic {topic} does not exist")
+        if any(p[0] == topic for p in self.zk_moving):
+            raise Refused("ReassignmentInProgress", f"topic {topic} is being reassigned")
+        self.new_partitions(topic, self.checked_assignment(assignment, len(mine)))
+
+    def checked_assignment(self, assignment: dict[str, list[int]], first: int) -> dict[int, list[int]]:
+        """The partitions of an explicit assignment, refused unless numbered on from `first` with sound lists."""
+        parts = {int(k): list(v) for k, v in assignment.items()}
+        if not parts or sorted(parts) != list(range(first, first + len(parts))):
+            raise Refused("InvalidReplicaAssignment", f"partitions are not numbered from {first}")
+        for replicas in parts.values():
+            if not replicas or len(set(replicas)) != len(replicas) or any(b not in self.registered for b in replicas):
+                raise Refused("InvalidReplicaAssignment", f"bad replica list {replicas}")
+        return parts
+
+    def new_partitions(self, topic: str, parts: dict[int, list[int]]) -> None:
+        """Record new partitions in ZooKeeper; the controller takes them New, then Online."""
         new = [(topic, i) for i in sorted(parts)]
         for p in new:
             self.zk_assignment[p] = parts[p[1]]
