@@ -316,12 +316,17 @@ def _choose(graph: _Graph) -> list[tuple[list[Any], frozenset[int], list[Item], 
         uncovered -= covered
     # A path that is a prefix of another chosen path covers nothing the longer one does not (a violation's own
     # scenario is kept: it is the one that says where the property breaks).
-    kept = []
-    for key, actions, covered, why, prop in chosen:
-        if prop is None and any(len(other) > len(key) and other[:len(key)] == key for other, *_ in chosen):
+    longer: dict[int, list[Item]] = {}  # chosen index -> the items of the prefixes it replaces
+    dropped = set()
+    for i, (key, _, _, why, prop) in enumerate(chosen):
+        if prop is not None:
             continue
-        kept.append((actions, covered, why, prop))
-    return kept
+        ext = [j for j, (other, *_rest) in enumerate(chosen) if len(other) > len(key) and other[:len(key)] == key]
+        if ext:
+            dropped.add(i)
+            longer.setdefault(max(ext, key=lambda j: len(chosen[j][0])), []).extend(why)
+    return [(actions, covered, sorted(set(why) | set(longer.get(i, []))), prop)
+            for i, (_, actions, covered, why, prop) in enumerate(chosen) if i not in dropped]
 
 
 _SLUG = re.compile(r"[^A-Za-z0-9]+")
