@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from kcm.checkers.checkpoint import BadCheckpoint, Checkpointer, Snapshot
 from kcm.checkers.collector import no_collections
-from kcm.checkers.frontier import SPILL, Frontier, next_level
+from kcm.checkers.frontier import SPILL, Frontier, codec_for, next_level
 from kcm.checkers.verdicts import Exploration, indexed_successors, state_checks, step_checks
 from kcm.checkers.visited import FP, Visited, replay, replay_levels
 from kcm.model.interface import ALWAYS, STATE_KINDS, STEP, STEP_KINDS
@@ -73,6 +73,9 @@ def search(model: Any, engine: str, expand_level: Callable[[list[Any]], Iterable
     props = [p for p in model.properties() if p.expectation in STATE_KINDS]
     rechecks = Rechecks(props) if skip_unchanged else None
     found = Exploration(engine)
+    # Past `spill` new states in a level, each is kept encoded until its level is done (checkers/frontier.py).
+    codec = codec_for(spill)
+    spill_at = spill if spill is not None else 1 << 62
     start = time.perf_counter()
     visited, frontier_fps, frontier, witnesses, depth, sizes, expanded, spent = first_frontier(
         model, props, found, resume)
@@ -123,7 +126,7 @@ def search(model: Any, engine: str, expand_level: Callable[[list[Any]], Iterable
                 if (old[0], old[1]) > (parent, aidx):  # an engine that yields out of order: keep the least link
                     pending[nfp] = (parent, aidx, action, item, bad)
                 continue
-            pending[nfp] = (parent, aidx, action, item, bad)
+            pending[nfp] = (parent, aidx, action, item if len(pending) < spill_at else codec.encode(item), bad)
             unchecked.append(nfp)
             if len(unchecked) >= CHUNK:
                 _drop_seen(visited, pending, unchecked)
@@ -138,6 +141,8 @@ def search(model: Any, engine: str, expand_level: Callable[[list[Any]], Iterable
         rows = list(pending.values())
         for parent, aidx, _, item, bad in rows:
             if bad is None:  # checked here, once per new state, when the engine did not
+                if type(item) is bytes:
+                    item = codec.decode(item)
                 # A property that reads only parts the step left as they were has the parent's verdict: a
                 # violation there already has its (shorter) witness, a goal reached there is already recorded.
                 judged = judged_props if rechecks is None else rechecks.after_step(frontier[parent], item)
@@ -155,7 +160,7 @@ def search(model: Any, engine: str, expand_level: Callable[[list[Any]], Iterable
         if rows:
             visited.add_level(fps[order], np.array([r[0] for r in rows], dtype=np.int64)[order],
                               np.array([r[1] for r in rows], dtype=np.int64)[order])
-        frontier = next_level((rows[k][3] for k in order.tolist()), len(rows), spill, frontier)
+        frontier = next_level((rows[k][3] for k in order.tolist()), len(rows), spill, frontier, codec)
         frontier_fps = fps[order].tolist()
         found.levels.append((len(rows), time.perf_counter() - level_start))
         if isinstance(frontier, Frontier):  # the level's states now live encoded there only (checkers/frontier.py)

@@ -46,8 +46,8 @@ class Frontier:
         self.cached = -1
         self.decoded: list[Any] = []
         blobs: list[bytes] = []
-        for state in states:
-            blobs.append(codec.encode(state))
+        for state in states:  # a state already encoded (bytes: never a model's state) is kept as it is
+            blobs.append(state if type(state) is bytes else codec.encode(state))
             if len(blobs) == CHUNK:
                 self._add(blobs, spill)
                 blobs = []
@@ -114,13 +114,18 @@ class Frontier:
         self.cached = -1
 
 
-def next_level(states: Iterable[Any], count: int, spill: int | None, old: Any = None) -> Any:
-    """The next frontier of `count` states: a list when `spill` is None or not exceeded, else a `Frontier` (with
-    the codec of `old`, the frontier it replaces, when that is one: its memos stay warm); `old` is closed."""
-    codec = None
+def codec_for(spill: int | None) -> StateCodec | None:
+    """The codec of one search's frontiers and of the new states it keeps encoded (None when nothing spills)."""
+    return None if spill is None else StateCodec(MEMO)
+
+
+def next_level(states: Iterable[Any], count: int, spill: int | None, old: Any = None,
+               codec: StateCodec | None = None) -> Any:
+    """The next frontier of `count` states (objects, or `codec`'s bytes): a list when `spill` is None or not
+    exceeded, else a `Frontier`; `old`, the frontier it replaces, is closed."""
     if isinstance(old, Frontier):
-        codec = old.codec
+        codec = codec or old.codec
         old.close()
     if spill is None or count <= spill:
-        return list(states)
+        return [codec.decode(s) if type(s) is bytes else s for s in states] if codec is not None else list(states)
     return Frontier(states, codec or StateCodec(MEMO), spill)
