@@ -54,8 +54,9 @@ def _mib(text: str) -> int:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Declare the options of `kcm conform`."""
-    p.add_argument("--adapter", required=True, metavar="'CMD [ARGS...]'",
-                   help="the implementation under test: reads a scenario on stdin, writes its trace on stdout")
+    p.add_argument("--adapter", required=True, metavar="COMMAND",
+                   help="the implementation under test, one quoted command line: it reads a scenario on stdin "
+                        "and writes its trace on stdout")
     source = p.add_mutually_exclusive_group()
     source.add_argument("--scenarios", metavar="DIR", help="every *.json scenario under DIR (default: the library)")
     source.add_argument("--suite", metavar="CONFIG",
