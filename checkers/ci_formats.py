@@ -180,13 +180,13 @@ def github(cases: Iterable[Case]) -> list[str]:
 
 
 def write_outputs(cases: list[Case], junit: str | None, sarif_path: str | None, annotate: bool,
-                  markdown: str | None = None, title: str = "kcm", summary: str | None = None) -> None:
-    """Write the files asked for and print the annotations; OSError when a file cannot be written. The Markdown
-    summary (`summary`, else one of the cases titled `title`) is appended to its file."""
+                  markdown: str | None = None, title: str = "kcm") -> None:
+    """Write the files asked for and print the annotations; OSError when a file cannot be written. A Markdown
+    summary of the cases titled `title` is appended to `markdown` (the gate writes its own, by stage)."""
     if markdown:
-        from kcm.checkers import markdown_report
+        from kcm.checkers import markdown_report  # which imports nothing of this module: no cycle
 
-        markdown_report.append(markdown, summary or markdown_report.cases_summary(title, cases))
+        markdown_report.append(markdown, markdown_report.cases_summary(title, cases))
     if junit:
         with open(junit, "w", encoding="utf-8") as fh:
             fh.write(junit_xml(cases))

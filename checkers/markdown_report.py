@@ -12,9 +12,11 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from kcm.checkers.ci_formats import FAILED, SKIPPED, Case
 from kcm.checkers.html_report import StepHead, sequence
 
+# A case's statuses, as `checkers/ci_formats.py` names them (it imports this module to write a summary, so this one
+# imports nothing of it: the cases are read by their fields).
+FAILED, SKIPPED = "failed", "skipped"
 MAX_LABEL = 120  # characters of an arrow's label or a step's action kept on the diagram
 MAX_DETAIL = 4000  # characters of a failure's JSON detail kept in its <details> block
 VIOLATION_FILL, GOAL_FILL = "rgb(253, 236, 236)", "rgb(232, 245, 233)"  # a marked step's box
@@ -89,7 +91,7 @@ def _detail(detail: Any) -> list[str]:
     return ["<details><summary>detail</summary>", "", f"{fence}json", text, fence, "", "</details>", ""]
 
 
-def failures_section(cases: Iterable[Case]) -> list[str]:
+def failures_section(cases: Iterable[Any]) -> list[str]:
     """Every failed case: where (file and line), the rule broken and the message; then each one's counterexample
     with its sequence diagram, or its detail."""
     failed = [c for c in cases if c.status == FAILED]
@@ -108,7 +110,7 @@ def failures_section(cases: Iterable[Case]) -> list[str]:
     return out
 
 
-def cases_summary(title: str, cases: list[Case]) -> str:
+def cases_summary(title: str, cases: list[Any]) -> str:
     """The summary of a check over files (check-trace, check-log): a line per case, then the failures."""
     bad = sum(c.status == FAILED for c in cases)
     verdict = f"**{bad} of {len(cases)} failed**" if bad else f"all {len(cases)} passed"
