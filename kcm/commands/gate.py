@@ -41,13 +41,11 @@ def main(args: argparse.Namespace) -> int:
         return 2
     print(json.dumps(report.to_json(), indent=2) if args.json else report.text())
     try:
-        summary = None
+        ci_formats.write_outputs(report.cases(), args.junit_xml, args.sarif, args.github)
         if args.markdown:
             from kcm.checkers import markdown_report
 
-            summary = markdown_report.gate_summary(report)
-        ci_formats.write_outputs(report.cases(), args.junit_xml, args.sarif, args.github, args.markdown,
-                                 summary=summary)
+            markdown_report.append(args.markdown, markdown_report.gate_summary(report))
         if args.html:
             from kcm.checkers import html_report
 
