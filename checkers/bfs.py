@@ -61,7 +61,7 @@ def search(model: Any, engine: str, expand_level: Callable[[list[Any]], Iterable
            max_states: int | None = None, progress: ProgressFn | None = None,
            checkpoint: Checkpointer | None = None, resume: Snapshot | None = None,
            progress_every: float = 1.0, stop_at: Collection[str] | None = None,
-           skip_unchanged: bool = True, spill: int | None = SPILL) -> Exploration:
+           skip_unchanged: bool = True, spill: int | None = SPILL, tally: Any = None) -> Exploration:
     """The level-synchronous loop: seed (or resume), expand each level with `expand_level`, dedupe, record.
 
     `stop_at`: property names; the search ends after the first level in which one of them is violated (every
@@ -72,7 +72,7 @@ def search(model: Any, engine: str, expand_level: Callable[[list[Any]], Iterable
     # Only the properties state_checks judges (each state check skips the others anyway).
     props = [p for p in model.properties() if p.expectation in STATE_KINDS]
     rechecks = Rechecks(props) if skip_unchanged else None
-    found = Exploration(engine)
+    found = Exploration(engine, tally=tally)  # the coverage counts (if any) go into its checkpoints
     # Past `spill` new states in a level, each is kept encoded until its level is done (checkers/frontier.py).
     codec = codec_for(spill)
     spill_at = spill if spill is not None else 1 << 62
@@ -210,10 +210,14 @@ def unreached(props: list[Any], reached: Collection[str]) -> list[Any]:
 
 def checkpoint_meta(found: Exploration, witnesses: dict[str, Any], depth: int, sizes: list[int], expanded: int,
                     seconds: float) -> dict[str, Any]:
-    """What a checkpoint keeps besides the visited arrays and the frontier: counters, witnesses and timings."""
-    return {"transitions": found.transitions, "reached": sorted(found.reached),
+    """What a checkpoint keeps besides the visited arrays and the frontier: counters, witnesses and timings, and
+    the coverage counted so far when the run counts it."""
+    meta = {"transitions": found.transitions, "reached": sorted(found.reached),
             "witnesses": {name: [root, steps] for name, (root, steps) in sorted(witnesses.items())},
             "depth": depth, "sizes": sizes, "expanded": expanded, "seconds": seconds}
+    if found.tally is not None:
+        meta["coverage"] = found.tally.counts()
+    return meta
 
 
 class Start(NamedTuple):
@@ -230,8 +234,13 @@ class Start(NamedTuple):
 
 
 def restore_counters(found: Exploration, meta: dict[str, Any]) -> dict[str, Witness]:
-    """Put a checkpoint's transition count and reached goals back into `found`; its witnesses, as lists."""
+    """Put a checkpoint's transition count, reached goals and coverage counts (where both the checkpoint and this
+    run count them) back into `found`; its witnesses, as lists."""
     found.transitions, found.reached = meta["transitions"], set(meta["reached"])
+    if found.tally is not None and "coverage" in meta:
+        if not found.tally.valid(meta["coverage"]):
+            raise BadCheckpoint("the checkpoint's coverage counts are malformed")
+        found.tally.merge(meta["coverage"])
     return {name: (root, list(steps)) for name, (root, steps) in meta["witnesses"].items()}
 
 
@@ -378,8 +387,7 @@ def explore(model: Any, max_states: int | None = None, progress: ProgressFn | No
     tally = Tally() if coverage else None
     with no_collections(), (tally.probing() if tally is not None else contextlib.nullcontext()):
         found = search(model, "local", expander(model, tally), max_states, progress, checkpoint, resume,
-                       stop_at=stop_at, skip_unchanged=skip_unchanged, spill=spill)
-        found.tally = tally
+                       stop_at=stop_at, skip_unchanged=skip_unchanged, spill=spill, tally=tally)
         # Every object the search made and kept (the model's memos, the visited set's links) is young when
         # collection resumes, so the first collection after it would scan them all (about 3% of a run of
         # `controller`). They form no reference cycles (checkers/collector.py): moved out of the collector's

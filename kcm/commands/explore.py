@@ -208,6 +208,8 @@ def main(args: argparse.Namespace) -> int:
         print(json.dumps(summary, indent=2))
     else:
         print(walk.render(summary) if args.walks is not None else _text(summary))
+        for line in summary.get("warnings", ()):  # goals a complete run never reached (checkers/verdicts.py)
+            print(f"  warning: {line}")
         if "symmetry" in summary:
             sym = summary["symmetry"]
             unreduced = f", {sym['unreduced_states']:,} without" if "unreduced_states" in sym else ""
