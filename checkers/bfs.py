@@ -24,6 +24,7 @@ import numpy as np
 from kcm.checkers.checkpoint import BadCheckpoint, Checkpointer, Snapshot
 from kcm.checkers.collector import no_collections
 from kcm.checkers.frontier import SPILL, Frontier, codec_for, next_level
+from kcm.checkers.stopping import StopRequest
 from kcm.checkers.verdicts import Exploration, indexed_successors, state_checks, step_checks
 from kcm.checkers.visited import FP, Visited, replay, replay_levels
 from kcm.model.interface import ALWAYS, STATE_KINDS, STEP, STEP_KINDS
@@ -61,13 +62,16 @@ def search(model: Any, engine: str, expand_level: Callable[[list[Any]], Iterable
            max_states: int | None = None, progress: ProgressFn | None = None,
            checkpoint: Checkpointer | None = None, resume: Snapshot | None = None,
            progress_every: float = 1.0, stop_at: Collection[str] | None = None,
-           skip_unchanged: bool = True, spill: int | None = SPILL, tally: Any = None) -> Exploration:
+           skip_unchanged: bool = True, stop: StopRequest | None = None, spill: int | None = SPILL,
+           tally: Any = None) -> Exploration:
     """The level-synchronous loop: seed (or resume), expand each level with `expand_level`, dedupe, record.
 
     `stop_at`: property names; the search ends after the first level in which one of them is violated (every
     violation of that level is still found, so each counterexample is the canonical shortest one). None: the
     whole boundary is explored. `skip_unchanged`: a new state is judged only by the state properties that read a
     part its step changed (`properties/reads.py`); the others have its parent's verdict, already recorded.
+    `stop` (a signal, the memory limit): the level in work is given up, the checkpoint of the level boundary
+    written (`checkpoint`, if any) and the partial result returned (`checkers/stopping.py`).
     """
     # Only the properties state_checks judges (each state check skips the others anyway).
     props = [p for p in model.properties() if p.expectation in STATE_KINDS]
@@ -96,16 +100,23 @@ def search(model: Any, engine: str, expand_level: Callable[[list[Any]], Iterable
         return should_stop(stop_at, witnesses)
 
     stopped = stop_now()
+    interrupted = False
     judged_props = props  # less the reachability goals already reached (judging them again changes nothing)
     while frontier and not stopped:
         still = unreached(judged_props, found.reached)
         if len(still) != len(judged_props):
             judged_props = still
             rechecks = Rechecks(judged_props) if skip_unchanged else None
+        if stop is not None and stop.poll():
+            interrupted = True
+            break
         if checkpoint is not None and checkpoint.due():
             checkpoint.write(visited, frontier_fps, checkpoint_meta(found, witnesses, depth, sizes, expanded,
                                                                     spent + time.perf_counter() - start))
         level_start = time.perf_counter()
+        # What a level given up for `stop` gives back: its transitions and goals are counted again on resume.
+        transitions_before, reached_before = found.transitions, set(found.reached)
+        counted_before = found.tally.counts() if found.tally is not None else None  # a level given up counts nothing
         # fingerprint -> (parent, action position, action, state, state properties violated or None)
         pending: dict[int, tuple[int, int, Any, Any, list[str] | None]] = {}
         level_best: dict[str, tuple[int, int]] = {}  # step property -> least (parent, action position)
@@ -131,15 +142,28 @@ def search(model: Any, engine: str, expand_level: Callable[[list[Any]], Iterable
             if len(unchecked) >= CHUNK:
                 _drop_seen(visited, pending, unchecked)
                 unchecked = []
-            if progress is not None and n % 256 == 0:
-                report(parent, len(pending))
+            if n % 256 == 0:
+                if progress is not None:
+                    report(parent, len(pending))
+                if stop is not None and stop.poll():
+                    interrupted = True
+                    break
+        if interrupted:
+            found.transitions, found.reached = transitions_before, reached_before
+            if counted_before is not None:
+                found.tally.take()
+                found.tally.merge(counted_before)
+            break
         found.transitions += n + 1  # counted once per level, not per transition (this loop is the hot path)
         _drop_seen(visited, pending, unchecked)
         expanded += len(frontier)
         fps = np.fromiter(pending, dtype=FP, count=len(pending))
         order = np.argsort(fps, kind="stable")
         rows = list(pending.values())
-        for parent, aidx, _, item, bad in rows:
+        for k, (parent, aidx, _, item, bad) in enumerate(rows):
+            if k % 256 == 255 and stop is not None and stop.poll():
+                interrupted = True
+                break
             if bad is None:  # checked here, once per new state, when the engine did not
                 if type(item) is bytes:
                     item = codec.decode(item)
@@ -153,6 +177,12 @@ def search(model: Any, engine: str, expand_level: Callable[[list[Any]], Iterable
             for name in bad:
                 if name not in witnesses and level_best.get(name, (parent, aidx)) >= (parent, aidx):
                     level_best[name] = (parent, aidx)
+        if interrupted:
+            found.transitions, found.reached = transitions_before, reached_before
+            if counted_before is not None:
+                found.tally.take()
+                found.tally.merge(counted_before)
+            break
         for best, into in ((level_best, witnesses), (goal_best, found.goals)):
             for name, (parent, aidx) in best.items():
                 root, steps = visited.path(depth, parent)
@@ -175,6 +205,11 @@ def search(model: Any, engine: str, expand_level: Callable[[list[Any]], Iterable
             found.complete = False
             break
     report(0, 0, force=True)  # the last line shows where the search ended
+    if interrupted:
+        found.complete = False
+        write_stop_checkpoint(stop, checkpoint, visited, frontier_fps,
+                              checkpoint_meta(found, witnesses, depth, sizes, expanded,
+                                              spent + time.perf_counter() - start))
     if stopped and frontier:
         found.complete = False
         found.stopped = True
@@ -186,6 +221,15 @@ def search(model: Any, engine: str, expand_level: Callable[[list[Any]], Iterable
     found.bytes_per_state = visited.nbytes() / max(1, len(visited))
     found.visited = visited
     return found
+
+
+def write_stop_checkpoint(stop: StopRequest | None, checkpoint: Checkpointer | None, visited: Visited,
+                          frontier_fps: list[int], meta: dict[str, Any]) -> None:
+    """The checkpoint of the level boundary where a search gave up for `stop` (every local engine's last act)."""
+    if stop is not None:
+        stop.acted = True
+    if checkpoint is not None:
+        checkpoint.write(visited, frontier_fps, meta)
 
 
 def least_of(best: dict[str, tuple[int, int]], known: Collection[str], names: Iterable[str],
@@ -373,21 +417,21 @@ def expander(model: Any, tally: Any = None) -> Callable[[list[Any]], Iterable[Ro
 def explore(model: Any, max_states: int | None = None, progress: ProgressFn | None = None,
             checkpoint: Checkpointer | None = None, resume: Snapshot | None = None,
             stop_at: Collection[str] | None = None, skip_unchanged: bool = True,
-            coverage: bool = False, spill: int | None = SPILL) -> Exploration:
+            coverage: bool = False, stop: StopRequest | None = None, spill: int | None = SPILL) -> Exploration:
     """Explore every state reachable inside the boundary in this process, checking every property.
 
     `stop_at` (property names) ends the search after the first level that violates one of them;
     `skip_unchanged=False` judges every state property in every new state (see `search`); `coverage` counts
-    the transitions taken into `found.tally` (`checkers/coverage.py`); a level of more than `spill` states is
-    kept encoded, its states past that many in a temporary file (`checkers/frontier.py`; None: every level a list
-    of states).
+    the transitions taken into `found.tally` (`checkers/coverage.py`); `stop` cuts the search short; a level of
+    more than `spill` states is kept encoded, its states past that many in a temporary file (`checkers/frontier.py`;
+    None: every level a list of states).
     """
     from kcm.checkers.coverage import Tally
 
     tally = Tally() if coverage else None
     with no_collections(), (tally.probing() if tally is not None else contextlib.nullcontext()):
         found = search(model, "local", expander(model, tally), max_states, progress, checkpoint, resume,
-                       stop_at=stop_at, skip_unchanged=skip_unchanged, spill=spill, tally=tally)
+                       stop_at=stop_at, skip_unchanged=skip_unchanged, stop=stop, spill=spill, tally=tally)
         # Every object the search made and kept (the model's memos, the visited set's links) is young when
         # collection resumes, so the first collection after it would scan them all (about 3% of a run of
         # `controller`). They form no reference cycles (checkers/collector.py): moved out of the collector's

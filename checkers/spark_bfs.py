@@ -34,9 +34,11 @@ from __future__ import annotations
 import gc
 import json
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Collection, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,6 +57,7 @@ from kcm.checkers.spark_checkpoint import NO_PARENT, Links, rows_of
 from kcm.checkers.spark_expand import NAMES, order_key, to_long
 from kcm.checkers.spark_session import DEFAULT_MEMORY, spark_session
 from kcm.checkers.spark_worker import CODEC
+from kcm.checkers.stopping import StopRequest
 from kcm.checkers.verdicts import Exploration
 from kcm.checkers.visited import FP, FingerprintSet, replay
 from kcm.model.interface import STATE_KINDS, STEP_KINDS
@@ -68,6 +71,7 @@ COMPACT_EVERY = 4  # levels whose parent links stay views of the levels' own blo
 # Levels of at most this many states run in the driver: a Spark level costs about 0.3 s of job latency however
 # small it is, and the driver expands about 3,000 states per second (see docs/spark-scale-out.md).
 HOST_BELOW = 2000
+WATCH = 0.25  # seconds between two looks at a stop request while a level runs on Spark
 WARM_UP = "kcm-warm-up"  # the job group of the job that starts the Python workers early
 WARM_LEVEL = -(1 << 40)  # the level number of its summaries, which nothing reads
 
@@ -470,14 +474,15 @@ def explore(model: Any, spark: Any, max_states: int | None = None, progress: Pro
             partitions: int | None = None, checkpoint: Checkpointer | None = None,
             resume: Snapshot | None = None, timings: list[LevelTiming] | None = None,
             compact_every: int = COMPACT_EVERY, stop_at: Collection[str] | None = None,
-            host_below: int = HOST_BELOW, coverage: bool = False) -> Exploration:
+            host_below: int = HOST_BELOW, coverage: bool = False, stop: StopRequest | None = None) -> Exploration:
     """Explore every state reachable inside the boundary on Spark, checking every property of the model.
 
     `stop_at` (property names): end after the level in which one of them is first violated, as the local engine
     does (every violation of that level is still found, so the counterexamples are the canonical ones).
     Levels of at most `host_below` states run in the driver (0: every level on Spark); `resume` is a checkpoint
     of any engine, and `checkpoint` writes the local engine's format. `coverage` counts the transitions taken
-    into `found.tally` (`checkers/coverage.py`), task by task.
+    into `found.tally` (`checkers/coverage.py`), task by task. `stop` (a signal, the memory limit) ends the run
+    at the next level boundary, a level's Spark job in work cancelled, with the checkpoint of that boundary.
     """
     sc = spark.sparkContext
     parts = partitions or max(1, sc.defaultParallelism)
@@ -513,12 +518,13 @@ def explore(model: Any, spark: Any, max_states: int | None = None, progress: Pro
         else:
             depth -= 1
 
-    stop = None
+    ends = None  # why the search ends after this level (`_Search.summaries`)
     # A resumed run that has already found what it stops at ends at once, as the local engine's does.
     halted = should_stop(stop_at, run.paths)
     if halted:
         found.complete = False
         found.stopped = True
+    watch = _Watch(sc, stop) if stop is not None else None
     while not halted:
         # Where the level runs: in the driver while levels are small (no job latency), else on Spark; the search
         # comes back to the driver when the levels thin out again after the widest.
@@ -536,6 +542,21 @@ def explore(model: Any, spark: Any, max_states: int | None = None, progress: Pro
                         break
                 run.to_host()
                 frontier = rows
+        if stop is not None and stop.poll():
+            # The checkpoint of this boundary, made as a periodic one is: the frontier counted, its states judged.
+            if not known:
+                counted(frontier.count())
+                if not width:
+                    break  # the search was over after all
+            if run.check_states(frontier, depth, stop_at):
+                found.complete = False
+                found.stopped = True
+                break
+            found.complete = False
+            stop.acted = True
+            if checkpoint is not None:
+                run.write(checkpoint, depth, width, spent + time.perf_counter() - start)
+            break
         if checkpoint is not None and checkpoint.due():
             if not known:  # a checkpoint holds whole levels: count the frontier now instead of at its expansion
                 counted(frontier.count())
@@ -549,10 +570,21 @@ def explore(model: Any, spark: Any, max_states: int | None = None, progress: Pro
         began = time.perf_counter()
         level = depth
         on_host = isinstance(frontier, list)
-        fresh = run.host_level(frontier, depth) if on_host else run.spark_level(frontier, depth)
-        expanded, stop = run.summaries(depth, stop_at)
+        if on_host:
+            fresh = run.host_level(frontier, depth)
+        elif watch is None:
+            fresh = run.spark_level(frontier, depth)
+        else:
+            try:
+                with watch.level(f"kcm-level-{run.search}-{depth}"):
+                    fresh = run.spark_level(frontier, depth)
+            except Exception:
+                if stop is None or stop.reason is None:
+                    raise
+                continue  # the level's job was cancelled for `stop`: nothing of it is kept, the loop's top stops
+        expanded, ends = run.summaries(depth, stop_at)
         mid = time.perf_counter()
-        if stop == "state":  # this level's own states break a property: the search ends before expanding it
+        if ends == "state":  # this level's own states break a property: the search ends before expanding it
             if not on_host:
                 run.release(fresh)
             if not known:
@@ -580,7 +612,7 @@ def explore(model: Any, spark: Any, max_states: int | None = None, progress: Pro
         known = False
         if on_host:
             counted(len(fresh))
-        elif max_states is not None or stop:  # the bound (or the stop) is looked at once each level has joined
+        elif max_states is not None or ends:  # the bound (or the stop) is looked at once each level has joined
             counted(fresh.count())
         done = time.perf_counter()
         levels.append(LevelTiming(level, prior, expanded, done - began, mid - began, done - mid,
@@ -596,7 +628,7 @@ def explore(model: Any, spark: Any, max_states: int | None = None, progress: Pro
                                   _eta(sizes, width, 0, 0, max(1, before), seconds)))
         if known and not width:
             break
-        if stop or max_states is not None and states >= max_states:
+        if ends or max_states is not None and states >= max_states:
             # The last level is counted and its own properties checked, not expanded.
             if isinstance(frontier, list):
                 run.host_level(frontier, depth, successors=False)
@@ -604,8 +636,10 @@ def explore(model: Any, spark: Any, max_states: int | None = None, progress: Pro
                 run.expand(frontier, depth, successors=False).count()
             run.summaries(depth)
             found.complete = False
-            found.stopped = bool(stop)
+            found.stopped = bool(ends)
             break
+    if watch is not None:
+        watch.close()
     run.warmed(cancel=True)  # a search that ended in the driver needs no workers
     gc.unfreeze()  # what the driver's expansions froze can be collected again
     found.distinct_states = states
@@ -619,6 +653,50 @@ def explore(model: Any, spark: Any, max_states: int | None = None, progress: Pro
     if timings is not None:
         timings.extend(levels)
     return found
+
+
+class _Watch:
+    """A thread that looks at the stop request while the driver waits for Spark, and cancels the job of the level
+    in work when it is set (the level's other jobs, and the checkpoint's, are left to finish)."""
+
+    def __init__(self, sc: Any, stop: StopRequest) -> None:
+        self.sc, self.stop = sc, stop
+        self.group: str | None = None  # the job group that may be cancelled now
+        self.lock = threading.Lock()
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="kcm-stop-watch", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.done.wait(WATCH):
+            if self.stop.poll():
+                with self.lock:
+                    # Again at every look while the level lasts: its job may not be submitted yet (the plan and
+                    # the expander's closure are prepared in the driver first).
+                    if self.group is not None:
+                        try:
+                            self.sc.cancelJobGroup(self.group)
+                        except Exception:  # noqa: BLE001 - the JVM is going: the main thread sees that itself
+                            pass
+
+    @contextmanager
+    def level(self, group: str) -> Iterator[None]:
+        """The jobs run in this block form `group`, which a stop request cancels."""
+        self.sc.setJobGroup(group, "kcm: a level's expansion", True)
+        with self.lock:
+            self.group = group
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.group = None
+            # Later jobs in a group of their own: a cancellation posted late cannot reach them.
+            self.sc.setJobGroup(f"{group}-kept", "kcm: a level's bookkeeping", False)
+
+    def close(self) -> None:
+        """Stop watching."""
+        self.done.set()
+        self.thread.join()
 
 
 def _union(pieces: list[Any]) -> Any:

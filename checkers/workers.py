@@ -41,9 +41,11 @@ from kcm.checkers.bfs import (
     least_of,
     should_stop,
     unreached,
+    write_stop_checkpoint,
 )
 from kcm.checkers.checkpoint import Checkpointer, Snapshot
 from kcm.checkers.collector import no_collections
+from kcm.checkers.stopping import StopRequest, ignore_signals
 from kcm.checkers.verdicts import Exploration, indexed_successors, state_checks, step_checks
 from kcm.checkers.visited import FP, replay
 from kcm.model.interface import STATE_KINDS, STEP_KINDS
@@ -53,6 +55,11 @@ SLACK = 0.03  # a share may exceed an even split by this fraction of the level b
 MIN_MOVE = 32  # fewer states than this are never handed over (the pickling would cost more than it saves)
 POLL = 4  # states expanded between two looks for a request to hand over work
 MIN_STEAL = 4  # a worker with fewer states left to expand keeps them
+WATCH = 0.25  # seconds between two looks at the stop request while the coordinator waits for its workers
+
+
+class _Stopped(Exception):
+    """The coordinator gave up the level in work for a stop request (see `checkers/stopping.py`)."""
 
 
 def _least(best: dict[str, tuple[int, int]], names: list[str], key: tuple[int, int]) -> None:
@@ -116,7 +123,10 @@ class _Worker:
         while True:
             while li < len(work):
                 if li % POLL == 0 and conn.poll():
-                    self._give(conn.recv(), work, li)
+                    msg = conn.recv()
+                    if msg[0] == "stop":  # the coordinator gave the level up
+                        raise EOFError
+                    self._give(msg, work, li)
                     if li >= len(work):
                         break
                 pos, state = work[li]
@@ -211,6 +221,7 @@ def _serve(model: Any, conn: Any, frontier: list[tuple[int, Any]], coverage: boo
     # No cycle collection in a worker at all (it holds immutable states only): turning it back on at the end would
     # make the process's last allocations scan every object it made, which costs seconds at the exit of a big run.
     gc.disable()
+    ignore_signals()
     if not coverage:
         _Worker(model, conn, frontier).run()
         return
@@ -227,6 +238,7 @@ class _Pool:
     def __init__(self, model: Any, shares: list[list[tuple[int, Any]]], coverage: bool = False) -> None:
         ctx = multiprocessing.get_context("fork")  # the workers inherit the model and their share as they are
         self.conns, self.procs = [], []
+        self.closed = False
         for share in shares:
             mine, theirs = ctx.Pipe()
             proc = ctx.Process(target=_serve, args=(model, theirs, share, coverage), daemon=True)
@@ -262,16 +274,23 @@ class _Pool:
         except OSError:  # a broken or reset pipe: the worker is gone
             raise self._died(w) from None
 
-    def _ready_any(self) -> list[int]:
-        """The workers that have written something (waiting for one; RuntimeError if a worker died instead)."""
-        ready = wait(self.conns + [p.sentinel for p in self.procs])
+    def _ready_any(self, stop: StopRequest | None = None) -> list[int]:
+        """The workers that have written something (waiting for one; RuntimeError if a worker died instead,
+        _Stopped if `stop` asks for it meanwhile)."""
+        while True:
+            if stop is not None and stop.poll():
+                raise _Stopped
+            ready = wait(self.conns + [p.sentinel for p in self.procs], timeout=None if stop is None else WATCH)
+            if ready:
+                break
         out = [w for w, conn in enumerate(self.conns) if conn in ready]
         if not out:
             raise self._died(next(w for w, p in enumerate(self.procs) if p.sentinel in ready))
         return out
 
-    def expand(self) -> list[tuple]:
-        """One level's expansion: every worker's report, an idle worker taking half of a busy one's states left."""
+    def expand(self, stop: StopRequest | None = None) -> list[tuple]:
+        """One level's expansion: every worker's report, an idle worker taking half of a busy one's states left
+        (_Stopped if `stop` asks for it before the level is done)."""
         count = len(self.conns)
         for w in range(count):
             self.send(w, ("expand",))
@@ -282,7 +301,7 @@ class _Pool:
         asked: dict[int, int] = {}  # a busy worker asked for work -> the idle worker that will take it
         dry: set[int] = set()  # workers that had too little left to give: not asked again this level
         while pending:
-            for w in self._ready_any():
+            for w in self._ready_any(stop):
                 msg = self.recv(w)
                 if msg[0] == "report":
                     reports[w] = msg
@@ -324,15 +343,18 @@ class _Pool:
         except OSError:
             raise self._died(taker) from None
 
-    def close(self) -> None:
-        """Tell every worker to stop and wait for it (killed if it does not)."""
+    def close(self, grace: float = 10.0) -> None:
+        """Tell every worker to stop and wait `grace` seconds for it (killed if it has not ended by then); once."""
+        if self.closed:
+            return
+        self.closed = True
         for conn in self.conns:
             try:
                 conn.send(("stop",))
             except OSError:  # that worker is gone already
                 pass
         for proc in self.procs:
-            proc.join(timeout=10)
+            proc.join(timeout=grace)
             if proc.is_alive():
                 proc.kill()
                 proc.join()
@@ -365,9 +387,10 @@ def plan_moves(counts: list[int]) -> list[tuple[int, int, int]]:
 
 def explore(model: Any, workers: int, max_states: int | None = None, progress: ProgressFn | None = None,
             checkpoint: Checkpointer | None = None, resume: Snapshot | None = None,
-            stop_at: Collection[str] | None = None, coverage: bool = False) -> Exploration:
+            stop_at: Collection[str] | None = None, coverage: bool = False,
+            stop: StopRequest | None = None) -> Exploration:
     """Explore the boundary with `workers` processes; the same result as `bfs.explore` (see the module), the
-    coverage counts (`coverage`) included."""
+    coverage counts (`coverage`) included; `stop` cuts it short as it does `bfs.search`."""
     found = Exploration(f"local, {workers} workers")
     if coverage:
         from kcm.checkers.coverage import Tally
@@ -380,29 +403,40 @@ def explore(model: Any, workers: int, max_states: int | None = None, progress: P
     pool = _Pool(model, [[(p, states[p]) for p in range(w, len(states), workers)] for w in range(workers)],
                  coverage)
     del states
+    grace = 10.0
     try:
         with no_collections():
             _coordinate(model, pool, found, start, visited, frontier_fps, witnesses, depth, sizes, expanded, spent,
-                        max_states, progress, checkpoint, stop_at)
+                        max_states, progress, checkpoint, stop_at, stop)
     finally:
-        pool.close()
+        if stop is not None and stop.reason is not None:
+            grace = 1.0  # the workers hold nothing the checkpoint needs: a level in work is not waited for
+        pool.close(grace)
     return found
 
 
 def _coordinate(model: Any, pool: _Pool, found: Exploration, start: float, visited: Any, frontier_fps: list[int],
                 witnesses: dict[str, Any], depth: int, sizes: list[int], expanded: int, spent: float,
                 max_states: int | None, progress: ProgressFn | None, checkpoint: Checkpointer | None,
-                stop_at: Collection[str] | None) -> None:
+                stop_at: Collection[str] | None, stop: StopRequest | None = None) -> None:
     """The coordinator's level loop (the same bookkeeping as `bfs.search`); fills `found`."""
     workers = len(pool.conns)
     frontier = len(frontier_fps)
     stopped = should_stop(stop_at, witnesses)
+    interrupted = False
     while frontier and not stopped:
+        if stop is not None and stop.poll():
+            interrupted = True
+            break
         if checkpoint is not None and checkpoint.due():
             checkpoint.write(visited, frontier_fps, checkpoint_meta(found, witnesses, depth, sizes, expanded,
                                                                     spent + time.perf_counter() - start))
         level_start = time.perf_counter()
-        reports = pool.expand()
+        try:
+            reports = pool.expand(stop)
+        except _Stopped:  # nothing of the level is recorded yet: the search is as it was at the level's start
+            interrupted = True
+            break
         best: dict[str, tuple[int, int]] = {}
         goal_best: dict[str, tuple[int, int]] = {}
         known = set(found.reached)
@@ -465,6 +499,12 @@ def _coordinate(model: Any, pool: _Pool, found: Exploration, start: float, visit
         if max_states is not None and len(visited) >= max_states and frontier:
             found.complete = False
             break
+    if interrupted:
+        found.complete = False
+        pool.close(1.0)  # before the write: workers still expanding would only grow (see --max-memory)
+        write_stop_checkpoint(stop, checkpoint, visited, frontier_fps,
+                              checkpoint_meta(found, witnesses, depth, sizes, expanded,
+                                              spent + time.perf_counter() - start))
     if stopped and frontier:
         found.complete = False
         found.stopped = True
