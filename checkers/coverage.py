@@ -191,6 +191,26 @@ class Tally:
         self.ops, self.edges, self.selectors = {}, {}, {}
         return out
 
+    def counts(self) -> dict[str, Any]:
+        """The counts so far as JSON-ready data (what `take` gives), kept here too (a checkpoint's copy)."""
+        counts = self.take()
+        self.merge(counts)
+        return counts
+
+    @staticmethod
+    def valid(counts: Any) -> bool:
+        """Whether data read from a file has the shape `take` gives (a checkpoint is hostile input)."""
+        def count(v: Any) -> bool:
+            return type(v) is int and v >= 0
+
+        def names(v: Any) -> bool:
+            return isinstance(v, dict) and all(isinstance(k, str) and count(n) for k, n in v.items())
+
+        return (isinstance(counts, dict) and names(counts.get("operations")) and names(counts.get("selectors"))
+                and isinstance(counts.get("edges"), list)
+                and all(isinstance(e, list) and len(e) == 4 and all(isinstance(x, str) for x in e[:3]) and count(e[3])
+                        for e in counts["edges"]))
+
     def merge(self, counts: dict[str, Any]) -> None:
         """Add counts another process `take`s (or this one's own) to these."""
         for name, n in counts["operations"].items():
@@ -202,8 +222,7 @@ class Tally:
 
     def add_to(self, cov: Coverage) -> None:
         """Add every count to a coverage report."""
-        counts = self.take()
-        self.merge(counts)  # kept as well: the tally still holds what it counted
+        counts = self.counts()
         for name, n in counts["operations"].items():
             cov.operations[name] += n
         for m, f, t, n in counts["edges"]:

@@ -134,3 +134,15 @@ def test_coverage_is_the_same_on_spark_executors(spark):
     found = spark_bfs.explore(model, spark, stop_at=stop_at, host_below=0, coverage=True)  # every level in tasks
     assert found.transitions == local.transitions and _counts(found) == _counts(local)
     assert {k: len(v) for k, v in found.goals.items()} == {k: len(v) for k, v in local.goals.items()}
+
+
+def test_a_resumed_run_keeps_the_coverage_its_checkpoint_counted(tmp_path):
+    ckpt = tmp_path / "run.ckpt"
+    first = kcm("explore", "--config", "tiny", "--quiet", "--json", "--coverage", "--max-states", "200",
+                "--checkpoint", str(ckpt), "--checkpoint-every", "0")
+    assert first.returncode == 3 and ckpt.is_file(), first.stderr
+    done = kcm("explore", "--config", "tiny", "--quiet", "--json", "--coverage", "--resume", str(ckpt))
+    assert done.returncode == 0, done.stderr
+    whole = kcm("explore", "--config", "tiny", "--quiet", "--json", "--coverage")
+    resumed, plain = json.loads(done.stdout), json.loads(whole.stdout)
+    assert resumed["transitions"] == plain["transitions"] and resumed["coverage"] == plain["coverage"]
