@@ -30,7 +30,7 @@ from kcm.checkers.bounded import BadConfig, BoundedSystem, load_config
 from kcm.model.interface import ALWAYS, SOMETIMES, SOMETIMES_STEP, STEP
 
 Item = tuple[str, str]  # (kind, name): ("partition_edge", "NewPartition -> OnlinePartition"), ("operation", ...)
-KINDS = ("partition_edge", "replica_edge", "operation", "selector", "goal", "violation")
+KINDS = ("partition_edge", "replica_edge", "operation", "selector", "goal", "violation", "behaviour")
 # The whole graph is held in memory (about 1.2 KB a state on `controller`): a larger config is refused, not tried.
 MAX_SUITE_STATES = 1_000_000
 
@@ -103,6 +103,8 @@ class SuiteReport:
                  f"  {self.ratio():,.1f}x fewer scenarios than maximal paths"
                  + (" of the BFS DAG" if self.maximal_paths is None else "")]
         for kind, c in self.coverage().items():
+            if kind == "behaviour" and not c["reachable"]:
+                continue  # not asked for
             table = f"; the table has {c['in_table']}" if "in_table" in c else ""
             lines.append(f"  {kind.replace('_', ' ')}s: {c['covered']} of {c['reachable']} reachable covered "
                          f"({c['percent']:g}%{table})")
@@ -130,11 +132,47 @@ def _selectors_run(into: list[str]) -> Iterator[None]:
         partition_machine.choose = original
 
 
+def behaviour(before: Any, action: Any, after: Any, effects: Any, selectors: list[str]) -> str:
+    """What one step did, in words that tell steps apart (one scenario per behaviour with `behaviours`): its
+    operation, the table moves it logged, the selectors it ran, and what it did to the partitions' znodes, to the
+    controller and to the brokers."""
+    parts = [action.to_step()["op"]]
+    moves = sorted({f"{c.machine[0]}:{c.from_state}->{c.to_state}" for c in effects.state_changes})
+    if moves:
+        parts.append(" ".join(moves))
+    if selectors:
+        parts.append("selectors " + ",".join(sorted(set(selectors))))
+    old = dict(before.zk.partitions)
+    done = set()
+    for tp, lai in after.zk.partitions:
+        prev = old.get(tp)
+        if prev is None or prev == lai:
+            continue
+        if lai.leader != prev.leader:
+            done.add("leader lost" if lai.leader < 0 else "leader elected" if prev.leader < 0 else "leader moved")
+        elif lai.leader_epoch != prev.leader_epoch:
+            done.add("leader epoch bumped")
+        if set(lai.isr) < set(prev.isr):
+            done.add("ISR shrank")
+        elif set(lai.isr) > set(prev.isr):
+            done.add("ISR grew")
+        elif set(lai.isr) != set(prev.isr):
+            done.add("ISR replaced")
+    if after.zk.controller_epoch != before.zk.controller_epoch:
+        done.add("controller elected")
+    if after.zk.assignments != before.zk.assignments:
+        done.add("assignment changed")
+    if done:
+        parts.append(", ".join(sorted(done)))
+    return "; ".join(parts)
+
+
 class _Graph:
     """The whole reachable graph of a bounded model, with each state's BFS-tree link and the items it covers."""
 
-    def __init__(self, model: BoundedSystem, max_states: int) -> None:
+    def __init__(self, model: BoundedSystem, max_states: int, behaviours: bool = False) -> None:
         self.model = model
+        self.behaviours = behaviours
         self.ids: dict[Item, int] = {}  # item -> small id
         self.items: list[Item] = []
         self.parent: list[int] = []  # BFS tree: the state a state was first reached from (-1: the initial state)
@@ -195,6 +233,8 @@ class _Graph:
                     self.transitions += 1
                     items = self._effect_items(effects)
                     items.add(self._id(("operation", action.to_step()["op"])))
+                    if self.behaviours:
+                        items.add(self._id(("behaviour", behaviour(state, action, nxt, effects, ran))))
                     items |= {self._id(("selector", s)) for s in ran}
                     for p in step_props:
                         holds = p.condition(model, state, action, nxt, effects)
@@ -256,6 +296,11 @@ class _Graph:
         covered = set(self.setup) | last
         for s in states:
             covered |= self.tree_items[s]
+        if self.behaviours:
+            # A behaviour counts only as the path's last step: a conforming run is compared with the reference's
+            # result at its end, and later steps could undo what a wrong step did before it is seen.
+            covered -= {i for s in states for i in self.tree_items[s]
+                        if self.items[i][0] == "behaviour" and i not in last}
         # A path is named by its transitions: a tree link by its target, another transition by its source and step.
         end = target if target >= 0 else ("x", source, json.dumps(action.to_step(), sort_keys=True))
         return tuple(states) + (end,), frozenset(covered), [self.action[s] for s in states] + [action]
@@ -319,8 +364,8 @@ def _choose(graph: _Graph) -> list[tuple[list[Any], frozenset[int], list[Item], 
     longer: dict[int, list[Item]] = {}  # chosen index -> the items of the prefixes it replaces
     dropped = set()
     for i, (key, _, _, why, prop) in enumerate(chosen):
-        if prop is not None:
-            continue
+        if prop is not None or any(kind == "behaviour" for kind, _ in why):
+            continue  # a violation's scenario ends where it breaks; a behaviour's ends with it (see candidate)
         ext = [j for j, (other, *_rest) in enumerate(chosen) if len(other) > len(key) and other[:len(key)] == key]
         if ext:
             dropped.add(i)
@@ -336,7 +381,7 @@ _OWN_FILE = re.compile(r"[0-9]{3}-[A-Za-z0-9-]+(\.trace\.jsonl|\.json)")  # the 
 def _slug(item: Item) -> str:
     kind, name = item
     short = {"partition_edge": "p", "replica_edge": "r", "operation": "op", "selector": "sel", "goal": "goal",
-             "violation": "violates"}[kind]
+             "violation": "violates", "behaviour": "b"}[kind]
     return (short + "-" + _SLUG.sub("-", name.replace(" -> ", "-to-"))).strip("-")[:80]
 
 
@@ -368,8 +413,11 @@ def _scenario(model: BoundedSystem, config: str, number: int, actions: list[Any]
 
 
 def generate_suite(config_name: str, out_dir: Path, traces: bool = False,
-                   max_states: int = MAX_SUITE_STATES) -> SuiteReport:
+                   max_states: int = MAX_SUITE_STATES, behaviours: bool = False) -> SuiteReport:
     """Explore the config's whole graph, choose the covering paths, write each as a scenario under `out_dir`.
+
+    With `behaviours`, every distinct behaviour of a step (`behaviour`: its operation, moves, selectors and what it
+    did to the znodes) is an item to cover as well: a larger suite that exercises each kind of step at least once.
 
     With `traces`, each scenario's golden trace (the reference's own run in the trace format) is written next to it
     as NAME.trace.jsonl. SuiteError on a bad config, a graph larger than `max_states` or an unwritable folder.
@@ -380,7 +428,7 @@ def generate_suite(config_name: str, out_dir: Path, traces: bool = False,
     except (BadConfig, ValueError) as err:
         raise SuiteError(str(err)) from None
     name = model.cfg.get("name", config_name)
-    graph = _Graph(model, max_states)
+    graph = _Graph(model, max_states, behaviours)
     chosen = _choose(graph)
     report = SuiteReport(name, Path(out_dir), distinct_states=len(graph.succ), transitions=graph.transitions,
                          depth=max(graph.depth))
@@ -424,4 +472,4 @@ def generate_suite(config_name: str, out_dir: Path, traces: bool = False,
     return report
 
 
-__all__ = ["KINDS", "SuiteError", "SuiteReport", "generate_suite"]
+__all__ = ["KINDS", "SuiteError", "SuiteReport", "behaviour", "generate_suite"]

@@ -122,3 +122,34 @@ def test_cli_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
     assert capsys.readouterr().err.count("\n") == 1
     with pytest.raises(SuiteError):
         generate_suite("tiny", tmp_path / "small", max_states=10)
+
+
+def test_behaviours_each_end_a_scenario(tmp_path):
+    """With behaviours, every distinct kind of step is covered, and as the last step of a scenario (so that a
+    result compared at the end sees what it did); the suite is larger than the plain one and still passes run."""
+    from kcm.checkers.bounded import BoundedSystem, load_config
+    from kcm.checkers.suite import _selectors_run, behaviour
+    from kcm.model.actions import from_step
+    from kcm.reference import api
+
+    plain = generate_suite("tiny", tmp_path / "plain")
+    report = generate_suite("tiny", tmp_path / "b", behaviours=True)
+    assert report.covered["behaviour"] == report.reachable["behaviour"] and len(report.reachable["behaviour"]) > 5
+    assert len(report.scenarios) > len(plain.scenarios)
+    model = BoundedSystem(load_config("tiny"))
+    ends = set()
+    for path, why in zip(report.scenarios, report.covers, strict=True):
+        doc = read_file(path)
+        assert run(doc).exit_code == 0, path
+        state = model.init_states()[0]
+        setup = len(model.scenario([])["steps"])
+        ran: list[str] = []
+        with _selectors_run(ran):
+            for step in doc["steps"][setup:]:
+                before, ran[:] = state, []
+                state, effects = api.step(model.config, state, from_step(step))
+        end = behaviour(before, from_step(doc["steps"][-1]), state, effects, ran)
+        wanted = [w.split(": ", 1)[1] for w in why if w.startswith("behaviour: ")]
+        assert wanted in ([], [end]), (path, wanted, end)
+        ends.update(wanted)
+    assert ends == set(report.reachable["behaviour"])

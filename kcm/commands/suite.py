@@ -18,6 +18,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--traces", action="store_true",
                    help="also write each scenario's golden trace (the reference's run) as NAME.trace.jsonl")
     p.add_argument("--json", action="store_true", help="print the report as JSON, every reachable item listed")
+    p.add_argument("--behaviours", action="store_true",
+                   help="also cover every distinct behaviour of a step (its operation, moves, selectors and what it "
+                        "did to the znodes): a larger suite that exercises each kind of step at least once")
     p.add_argument("--max-states", type=flags.count(1, flags.MAX_STATES), default=None, metavar="N",
                    help="refuse a config whose graph has more states than this (default 1,000,000: the whole graph "
                         "is held in memory, about 1.2 KB a state)")
@@ -32,7 +35,7 @@ def main(args: argparse.Namespace) -> int:
         return 2
     try:
         report = generate_suite(args.config, Path(args.out), traces=args.traces,
-                                max_states=args.max_states or MAX_SUITE_STATES)
+                                max_states=args.max_states or MAX_SUITE_STATES, behaviours=args.behaviours)
     except SuiteError as err:
         print(f"kcm suite: --config {args.config}: {err}", file=sys.stderr)
         return 2
