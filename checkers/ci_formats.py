@@ -5,8 +5,8 @@ property, trace or log); each writer here renders the same cases. A failed case 
 annotation on that line; SARIF gets one result per failure with its rule id.
 
 SARIF is written for GitHub code scanning, which refuses a whole upload when one result has no location: every
-result has a physical location (a case without a file gets `fallback`, and the writer's callers give every case
-one: the scenario, trace, log or config file), its URI relative to the repository (`%SRCROOT%`, see
+result has a physical location (the callers give every case a file: the scenario, trace, log, config or folder;
+a case without one is placed on the repository itself), its URI relative to the repository (`%SRCROOT%`, see
 `source_root`) or to the specs folder shipped with kcm (`KCMSPECS`), both described in `originalUriBaseIds`. The
 driver's rules are the catalogue's property ids with their meaning (`catalogue_rules`), kcm's own rules about its
 inputs (`KCM_RULES`), and any other id a case names with its `rule_text` (the trace oracle's trace-only rules).
@@ -126,10 +126,10 @@ def _rule(rule_id: str, short: str, full: str, kind: str) -> dict[str, Any]:
             "helpUri": PROJECT_URL, "defaultConfiguration": {"level": "error"}}
 
 
-def sarif(cases: Iterable[Case], root: Path | None = None, fallback: str | None = None) -> dict[str, Any]:
+def sarif(cases: Iterable[Case], root: Path | None = None) -> dict[str, Any]:
     """A SARIF 2.1.0 log GitHub code scanning accepts: one run of kcm whose rules are the catalogue's properties and
     kcm's input rules (plus any other id a failure names), one error result per failed case, each with a location
-    (its file, else `fallback`, else root) relative to `root` (default: `source_root()`)."""
+    (its file, else root itself) relative to `root` (default: `source_root()`)."""
     root = (root or source_root()).resolve()
     failed = [c for c in cases if c.status == FAILED]
     rules = [_rule(i, short, full, "a property of kcm's catalogue") for i, (short, full) in catalogue_rules().items()]
@@ -142,7 +142,7 @@ def sarif(cases: Iterable[Case], root: Path | None = None, fallback: str | None 
             index[rule_id] = len(rules)
             text = c.rule_text or rule_id
             rules.append(_rule(rule_id, text, text, "a rule of kcm's oracles"))
-        location: dict[str, Any] = {"artifactLocation": artifact_location(c.file or fallback or str(root), root)}
+        location: dict[str, Any] = {"artifactLocation": artifact_location(c.file or str(root), root)}
         if c.line:
             location["region"] = {"startLine": c.line}
         results.append({"ruleId": rule_id, "ruleIndex": index[rule_id], "level": "error",
