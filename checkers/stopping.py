@@ -39,7 +39,22 @@ class Interrupted(Exception):
     """A stop signal outside the search, where no checkpoint is due; the message names the signal."""
 
 
-def parse_size(text: str) -> int:
+class Size(int):
+    """A number of bytes that prints as it was written (`6G`), so that a command line can be repeated as given."""
+
+    text: str
+
+    def __new__(cls, value: int, text: str) -> Size:
+        """The byte count `value`, written `text`."""
+        size = super().__new__(cls, value)
+        size.text = text
+        return size
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def parse_size(text: str) -> Size:
     """Bytes of a size written as a number and an optional unit (K, M, G, T; powers of 1024): `6G`, `500M`."""
     m = _SIZE.fullmatch(text.strip()[:40])
     if m is None:
@@ -49,7 +64,7 @@ def parse_size(text: str) -> int:
     value = int(whole) * unit_bytes + (int(frac) * unit_bytes) // 10 ** len(frac) if frac else int(whole) * unit_bytes
     if not MIN_MEMORY <= value <= MAX_MEMORY:
         raise ValueError(f"{text[:40]!r} is not from 1M to 1024T")
-    return value
+    return Size(value, text.strip())
 
 
 def show_size(n: float) -> str:
