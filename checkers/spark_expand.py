@@ -12,7 +12,6 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from kcm.checkers.bfs import unreached
 from kcm.checkers.collector import no_collections
 from kcm.checkers.verdicts import indexed_successors, state_checks, step_checks
 
@@ -100,9 +99,11 @@ def _expansion(model: Any, level: int, part: int, sink: Any, successors: bool, s
                 expanded += 1
                 state = codec.decode(blob)
                 bad, hit = state_checks(kept, state, state_props)
-                if hit:  # a goal reached is not judged again in this task (the local engine does the same)
+                if hit:
+                    # A goal reached is still judged in the rest of the task's level: its batches come in no
+                    # particular order, and the least link reaching it is the path every engine reports. The
+                    # levels after it no longer judge it (`expander`'s `reached`).
                     reached.update(hit)
-                    state_props = unreached(state_props, reached)
                     for name in hit:
                         state_goal.offer(name, (pkey, aidx), [fp])
                 for name in bad:
@@ -115,7 +116,6 @@ def _expansion(model: Any, level: int, part: int, sink: Any, successors: bool, s
                     bad, hit = step_checks(kept, state, action, nxt, effects, step_props)
                     if hit:
                         reached_step.update(hit)
-                        step_props = unreached(step_props, reached_step)
                         for name in hit:
                             step_goal.offer(name, (key, i), [fp, i])
                     for name in bad:

@@ -133,7 +133,7 @@ def test_coverage_is_the_same_on_spark_executors(spark):
     local = bfs.explore(model, stop_at=stop_at, coverage=True)
     found = spark_bfs.explore(model, spark, stop_at=stop_at, host_below=0, coverage=True)  # every level in tasks
     assert found.transitions == local.transitions and _counts(found) == _counts(local)
-    assert {k: len(v) for k, v in found.goals.items()} == {k: len(v) for k, v in local.goals.items()}
+    assert found.goals == local.goals  # the same least path to each goal, whatever order the tasks ran in
 
 
 def test_a_resumed_run_keeps_the_coverage_its_checkpoint_counted(tmp_path):
