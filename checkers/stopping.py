@@ -22,6 +22,7 @@ import os
 import re
 import signal
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -196,6 +197,9 @@ def on_signals(stop: StopRequest) -> Iterator[StopRequest]:
     """SIGINT and SIGTERM handled by `stop` (see the module) until the block ends; the old handlers back then,
     unless a stop was asked for: then the process is ending, and a signal repeated after the block is ignored
     rather than allowed to kill it with a traceback on the way out."""
+    if threading.current_thread() is not threading.main_thread():
+        yield stop  # only the main thread may set handlers (a caller in a thread keeps its own)
+        return
     old = {}
     for sig in SIGNALS:
         old[sig] = signal.signal(sig, stop._on_signal)
@@ -208,6 +212,8 @@ def on_signals(stop: StopRequest) -> Iterator[StopRequest]:
 
 def reinstall(stop: StopRequest) -> None:
     """Take SIGINT and SIGTERM back (a library such as PySpark put its own handler in place meanwhile)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
     for sig in SIGNALS:
         signal.signal(sig, stop._on_signal)
 
