@@ -206,6 +206,15 @@ def test_check_trace_and_check_log_append_markdown_summaries(tmp_path, two_bad):
     assert text.startswith("## kcm check-trace: **2 of 3 failed**") and "## kcm check-log: **1 of 1 failed**" in text
     assert f"`{two_bad / 'first.jsonl'}` line 22" in text and f"`{log}` line 31 | EpochFencing |" in text
     assert text.count("<details><summary>detail</summary>") == 3
+    # each bad trace drawn up to its violating event, which is framed and names the rule it breaks
+    blocks = [b.split("\n```", 1)[0] for b in text.split("```mermaid\n")[1:]]
+    assert len(blocks) == 2
+    for block, line, rule in zip(blocks, (22, 30), ("HwWithinLeo", "ZkVersionGrows"), strict=True):
+        lines = block.splitlines()
+        assert lines[0] == "sequenceDiagram" and lines[-1] == "    end" and "P1->>P2: /controller = broker 0" in block
+        assert lines[-4] == "    rect rgb(253, 236, 236)"
+        note = lines[-3]
+        assert note.startswith(f"    Note over P0,P5: line {line}: ") and note.endswith(f"({rule} broken here)")
 
 
 def test_mermaid_text_keeps_its_syntax_out_of_labels():
