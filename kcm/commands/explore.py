@@ -44,9 +44,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "and counterexamples")
     p.add_argument("--max-states", type=flags.count(1, flags.MAX_STATES),
                    help="stop after this many distinct states (the run is then partial)")
-    p.add_argument("--estimate", nargs="?", const=20.0, type=flags.seconds(0.1, flags.MAX_SECONDS), metavar="SECONDS",
+    p.add_argument("--estimate", nargs="?", const=60.0, type=flags.seconds(0.1, flags.MAX_SECONDS), metavar="SECONDS",
                    help="estimate the whole space's distinct states, depth and time per engine instead of exploring "
-                        "it: exact levels for about SECONDS (default 20; --max-states caps them), one level "
+                        "it: exact levels for about SECONDS (default 60; --max-states caps them), one level "
                         "sampled, the rest extrapolated (docs/exploration.md)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--out", help="write each counterexample as a `kcm run` scenario into this folder")
