@@ -162,3 +162,18 @@ def test_behaviours_each_end_a_scenario(tmp_path):
         assert wanted in ([], [end]), (path, wanted, end)
         ends.update(wanted)
     assert ends == set(report.reachable["behaviour"])
+
+
+@pytest.mark.parametrize("name", ["unclean", "tla-high-watermark", "tla-kip320"])
+def test_golden_traces_of_data_plane_suites_are_valid(tmp_path, name):
+    """Suites with the data plane and unclean elections: each scenario's golden trace (appends, fetches, leaders'
+    own ISR writes, elections marked) is judged valid by the oracle under the scenario's rule set."""
+    from kcm.oracle import check_trace_file
+
+    report = generate_suite(name, tmp_path, traces=True)
+    kinds = set()
+    for path, trace in zip(report.scenarios, report.traces, strict=True):
+        v = check_trace_file(trace, read_file(path)["config"].get("rules", "seeds"))
+        assert v.ok, (trace, v.message())
+        kinds |= {json.loads(line)["type"] for line in trace.read_text().splitlines()}
+    assert {"produce", "fetch", "leader_and_isr_write"} <= kinds
