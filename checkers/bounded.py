@@ -19,7 +19,17 @@ from kcm.model.cluster import Cluster, ClusterConfig
 from kcm.model.effects import Effects
 from kcm.model.errors import KcmError
 from kcm.model.fingerprint import PartFingerprints, combine, fingerprint
-from kcm.model.interface import EVENTUALLY, NEXT, OUTSIDE, REFUSED, UNCHANGED, ModelBase, Property
+from kcm.model.interface import (
+    EVENTUALLY,
+    NEXT,
+    OUTSIDE,
+    REFUSED,
+    SOMETIMES,
+    SOMETIMES_STEP,
+    UNCHANGED,
+    ModelBase,
+    Property,
+)
 from kcm.model.txn import OutOfBounds, Txn, draft_has, draft_lookup
 from kcm.model.variants import SWITCHES, known_switch
 from kcm.properties import controller as controller_properties
@@ -135,6 +145,11 @@ def validate_config(cfg: Any) -> None:
     for i, name in enumerate(cfg.get("properties", [])):
         if name not in names:
             raise BadConfig(f"$.properties[{i}]: unknown property {strictjson.cut(name)}")
+    goals = {p.name for p in all_properties() if p.expectation in (SOMETIMES, SOMETIMES_STEP)}
+    for name in cfg.get("unreached_goals", {}):
+        if name not in goals:
+            raise BadConfig(f"$.unreached_goals: {strictjson.cut(name)} is not a reachability goal; goals: "
+                            f"{', '.join(sorted(goals))}")
     if "ignored_requests" in cfg.get("reductions", ()):
         # The soundness argument (docs/exploration.md) rests on requests waiting in queues and on the model's own
         # fencing rules: a request ignored now stays ignored. A variant switch may relax those rules.

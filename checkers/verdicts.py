@@ -67,7 +67,8 @@ class Exploration:
                 "collision_probability": self.collision_probability(),
                 "bytes_per_state": round(self.bytes_per_state, 1),
                 "levels": [[n, round(t, 3)] for n, t in self.levels],
-                "verdicts": verdicts, "counterexamples": counterexamples,
+                "verdicts": verdicts, "warnings": goal_warnings(verdicts, props, declared_unreached(model)),
+                "counterexamples": counterexamples,
                 "goals": {name: self._goal(model, name, trace) for name, trace in sorted(self.goals.items())}}
 
     def _goal(self, model: Any, name: str, trace: list[Any]) -> dict[str, Any]:
@@ -101,6 +102,34 @@ class Exploration:
         if loop is not None:
             out["loop_start"] = loop
         return out
+
+
+GOAL_KINDS = (SOMETIMES, SOMETIMES_STEP)
+
+
+def declared_unreached(model: Any) -> dict[str, str]:
+    """The goals a model's config says it is not meant to reach (`unreached_goals`), each with its reason."""
+    cfg = getattr(model, "cfg", None)
+    reasons = cfg.get("unreached_goals") if isinstance(cfg, dict) else None
+    return dict(reasons) if isinstance(reasons, dict) else {}
+
+
+def goal_warnings(verdicts: dict[str, str], properties: list[Property], reasons: dict[str, str]) -> list[str]:
+    """One line per reachability goal worth a warning: never reached in a complete run, or reached though the
+    config says it is not meant to be (its stated reason is then stale)."""
+    out = []
+    for p in properties:
+        if p.expectation not in GOAL_KINDS:
+            continue
+        verdict, reason = verdicts.get(p.name), reasons.get(p.name)
+        if verdict == "never reached":
+            # A goal no run reaches leaves every rule about what it names checked only on runs that stop short of it.
+            out.append(f"{p.name} never reached: not meant to be reached: {reason}" if reason else
+                       f"{p.name} never reached in a complete run: the config checks it, yet no run inside its "
+                       f"bounds gets there (add what it needs, or say why in \"unreached_goals\")")
+        elif verdict == "reached" and reason:
+            out.append(f"{p.name} reached, though the config says it is not meant to be ({reason})")
+    return out
 
 
 def state_checks(model: Any, state: Any, props: list[Property]) -> tuple[list[str], list[str]]:
