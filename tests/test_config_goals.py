@@ -1,7 +1,7 @@
 """Every shipped config reaches the goals it checks, or says why not; a goal never reached is a warning.
 
-The configs whose whole space is explored in seconds are audited here (`checkers/goals.py`); the others, listed in
-SLOW with their measured time, by `python ci/audit_goals.py` (the table in docs/exploration.md).
+The configs audited in seconds are audited here (`checkers/goals.py`); the others, listed in SLOW with their
+measured time, by `python ci/audit_goals.py` (the table in docs/exploration.md).
 """
 
 from __future__ import annotations
@@ -16,19 +16,16 @@ from kcm.checkers.bounded import BadConfig, BoundedSystem, load_config
 
 from kcm.cli import main
 
-# Audited by the test: each explores whole, judging only its goals, in a few seconds.
-QUICK = ("tiny", "unclean", "tla-high-watermark", "tla-kip279", "tla-kip320", "tla-leader-epoch",
-         "bugs/KAFKA-1120", "bugs/KAFKA-12315", "bugs/KAFKA-2729", "bugs/KAFKA-2937", "bugs/KAFKA-4214",
-         "bugs/KAFKA-6082", "bugs/KAFKA-7128", "bugs/KAFKA-8152", "bugs/KAFKA-9478", "bugs/KIP-106")
-# Audited by ci/audit_goals.py: seconds of its goals-only run, measured on 2 busy shared cores (`large`, whole in
-# about half an hour, by a bounded run: docs/exploration.md).
-SLOW = {"controller": 17, "default": 0, "async": 36, "async-kip320": 147, "liveness": 226, "mutants": 10,
-        "two-partitions": 0, "large": 1800, "bugs/KIP-101": 111, "bugs/KIP-279": 22, "bugs/KIP-320": 1255}
+# Audited by ci/audit_goals.py rather than here: configs with a goal they are not meant to reach, whose audit
+# goes through the whole space (seconds of that run measured on 2 busy shared cores; `large`, whole in about half
+# an hour, by reasoning and a bounded run: docs/exploration.md). Every other shipped config is audited here: its
+# audit stops at the level where its last goal is first reached (a few levels).
+SLOW = {"async": 36, "async-kip320": 147, "bugs/KIP-320": 1255, "large": 1800}
+QUICK = [c for c in goals.shipped_configs() if c not in SLOW]
 
 
-def test_every_shipped_config_is_audited_here_or_by_the_script() -> None:
-    assert not set(QUICK) & set(SLOW)
-    assert sorted(QUICK + tuple(SLOW)) == goals.shipped_configs()
+def test_the_configs_left_to_the_script_are_shipped() -> None:
+    assert set(SLOW) <= set(goals.shipped_configs())
 
 
 @pytest.mark.parametrize("config", QUICK)
