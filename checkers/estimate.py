@@ -39,7 +39,7 @@ from kcm.checkers.verdicts import indexed_successors
 from kcm.checkers.visited import FP
 
 BUDGET = 60.0  # seconds of exact exploration by default (on `large`, levels 0-5 and a sample of level 6 when idle)
-WINDOWS = (2, 3, 4)  # log ratios per fit: the range's members
+WINDOWS = (3, 4, 5)  # log ratios per fit: the range's members (3-5: less swayed by one level's error than 2-4)
 SLACK = 1.5  # the range is widened by this factor each way: the fits agree more closely than they are right
 MIN_SAMPLE = 200  # frontier states expanded at least for the sampled level (all of them if fewer)
 SAMPLE_SHARE = 0.25  # the sampled level may take this share of the budget
