@@ -23,7 +23,7 @@ from controller import BUGS, Controller, Refused  # noqa: E402
 
 SUPPORTED_OPS = {"create_topic", "broker_fail", "broker_start", "controlled_shutdown", "controller_resign",
                  "preferred_election", "partition_transition", "replica_transition", "isr_shrink", "reassign",
-                 "add_partitions"}
+                 "add_partitions", "replicate"}
 IGNORED_SETTINGS = {"brokers", "controller", "unclean_leader_election", "rules", "min_insync_replicas",
                     "truncation"}
 
@@ -54,14 +54,16 @@ def unsupported(doc: dict[str, Any]) -> str:
             return f"setting {key}"
     if config.get("rules", "seeds") not in ("seeds", "kafka"):
         return f"rule set {config.get('rules')}"
-    for step in doc.get("steps", []):
-        if step.get("op") not in SUPPORTED_OPS:
-            return f"operation {step.get('op')}"
+    ops = {step.get("op") for step in doc.get("steps", [])}
+    for op in sorted(ops - SUPPORTED_OPS):
+        return f"operation {op}"
+    if "replicate" in ops and ops & {"produce", "consume"}:
+        return "records: its logs stay empty, so replicate only moves followers into the ISR"
     return ""
 
 
-def run_step(c: Controller, step: dict[str, Any]) -> None:
-    """Apply one scenario step to the controller."""
+def run_step(c: Controller, step: dict[str, Any], fenced_epochs: bool = False) -> None:
+    """Apply one scenario step to the controller (fenced_epochs: fetches carry the leader epoch, KIP-320)."""
     op = step["op"]
     if op == "create_topic":
         c.create_topic(step["topic"], step.get("assignment"), step.get("partitions", 0),
@@ -81,6 +83,8 @@ def run_step(c: Controller, step: dict[str, Any]) -> None:
         c.partition_transition([partition(n) for n in step["partitions"]], step["target"], step.get("selector"))
     elif op == "replica_transition":
         c.replica_transition([replica(n) for n in step["replicas"]], step["target"])
+    elif op == "replicate":
+        c.replicate(partition(step["partition"]), step.get("broker", -1), fenced_epochs)
     elif op == "add_partitions":
         c.add_partitions(step["topic"], step["assignment"])
     elif op == "reassign":
@@ -114,7 +118,7 @@ def main() -> int:
     for step in doc["steps"]:
         saved = c.snapshot()
         try:
-            run_step(c, step)
+            run_step(c, step, config.get("truncation") == "kip320")
         except Refused as err:
             c.restore(saved)
             print(f"toy adapter: {step['op']} refused: {err.name}: {err}", file=sys.stderr)

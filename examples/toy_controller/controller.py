@@ -79,6 +79,8 @@ class Controller:
         # reassignments in flight: partition -> (original replicas, target replicas), in ZooKeeper and in memory
         self.zk_moving: dict[tuple[str, int], tuple[list[int], list[int]]] = {}
         self.moving: dict[tuple[str, int], tuple[list[int], list[int]]] = {}
+        # what each broker was last told of a partition it hosts: leader, leader_epoch, isr, zk_version, replicas
+        self.view: dict[tuple[tuple[str, int], int], dict[str, Any]] = {}
         self.pstate: dict[tuple[str, int], str] = {}
         self.rstate: dict[tuple[tuple[str, int], int], str] = {}
         self.events: list[dict[str, Any]] = [{"type": "broker_up", "broker": b} for b in self.registered]
@@ -124,6 +126,11 @@ class Controller:
         if to == NONEXISTENT_R:
             del self.rstate[(p, b)]  # a replica that no longer exists is not listed
         self.emit("replica_state_change", partition=pname(p), replica=b, **{"from": cur, "to": to})
+        zk = self.zk_state.get(p)
+        if zk is not None and ((to == NEW_R and zk["leader"] != b) or (to == ONLINE_R and cur != NEW_R)):
+            self.send_leader_and_isr(p, [b])
+        elif to == DEL_STARTED:
+            self.stop_replica(p, b, delete=True)
         return True
 
     def write(self, p: tuple[str, int], leader: int, isr: list[int], election: str | None = None,
@@ -144,19 +151,41 @@ class Controller:
         if election:
             event["election"] = election
         self.emit("leader_and_isr_write", **event)
-        if not leader_write:  # a leader's own ISR change is not announced by the controller
-            self.send_leader_and_isr(p)
 
-    def send_leader_and_isr(self, p: tuple[str, int]) -> None:
-        """Tell every live replica the partition's new leader and ISR (each applies it at once)."""
-        zk = self.zk_state[p]
+    def send_leader_and_isr(self, p: tuple[str, int], brokers: list[int]) -> None:
+        """Tell brokers the partition's leader and ISR; a live broker applies it if its leader epoch is newer."""
+        zk = self.zk_state.get(p)
+        if zk is None:
+            return
+        ar = list(self.assignment[p])
         state = {"partition": pname(p), "leader": zk["leader"], "leader_epoch": zk["leader_epoch"],
-                 "isr": list(zk["isr"]), "zk_version": zk["zk_version"], "replicas": list(self.assignment[p])}
-        for b in self.assignment[p]:
-            if b in self.live:
-                for kind in ("request_sent", "request_received"):
-                    self.emit(kind, request="LeaderAndIsr", broker=b, controller_epoch=self.write_epoch,
-                              partitions=[state])
+                 "isr": list(zk["isr"]), "zk_version": zk["zk_version"], "replicas": ar}
+        for b in brokers:
+            if b not in self.live:
+                continue
+            self.emit("request_sent", request="LeaderAndIsr", broker=b, controller_epoch=self.write_epoch,
+                      partitions=[state])
+            known = self.view.get((p, b))
+            if b not in ar or (known is not None and zk["leader_epoch"] <= known["leader_epoch"]):
+                self.emit("request_received", request="LeaderAndIsr", broker=b, controller_epoch=self.write_epoch,
+                          partitions=[])  # taken, but nothing in it for this broker
+                continue
+            self.view[(p, b)] = {"leader": zk["leader"], "leader_epoch": zk["leader_epoch"], "isr": list(zk["isr"]),
+                                 "zk_version": zk["zk_version"], "replicas": ar}
+            self.emit("request_received", request="LeaderAndIsr", broker=b, controller_epoch=self.write_epoch,
+                      partitions=[state])
+
+    def stop_replica(self, p: tuple[str, int], b: int, delete: bool) -> None:
+        """The broker stops fetching or leading the partition; with delete it drops its replica."""
+        if b not in self.live:
+            return
+        for kind in ("request_sent", "request_received"):
+            self.emit(kind, request="StopReplica", broker=b, controller_epoch=self.write_epoch,
+                      partitions=[{"partition": pname(p), "delete": delete}])
+        if delete:
+            self.view.pop((p, b), None)
+        elif (p, b) in self.view:
+            self.view[(p, b)]["leader"] = -1
 
     # ------------------------------------------------------------------ elections
     def choose(self, p: tuple[str, int], selector: str) -> tuple[int, list[int], str] | None:
@@ -197,12 +226,13 @@ class Controller:
             self.zk_state[p] = {"leader": leader, "leader_epoch": 0, "isr": sorted(up), "zk_version": 0}
             self.emit("leader_and_isr_write", partition=pname(p), controller_epoch=self.write_epoch,
                       replicas=list(ar), **self.zk_state[p])
-            self.send_leader_and_isr(p)
+            self.send_leader_and_isr(p, up)
             return True
         picked = self.choose(p, selector or "offline")
         if picked is None:
             return False
         self.write(p, picked[0], picked[1], election=picked[2])
+        self.send_leader_and_isr(p, self.assignment[p])
         return True
 
     def online(self, partitions: list[tuple[str, int]], selector: str | None = None) -> None:
@@ -220,13 +250,16 @@ class Controller:
         """A replica goes OfflineReplica and out of the ISR (the last member stays)."""
         if not self.move_replica(p, b, OFFLINE_R):
             return
+        self.stop_replica(p, b, delete=False)
         cur = self.zk_state.get(p)
-        if cur is None or (b not in cur["isr"] and cur["leader"] != b):
+        if cur is None:
             return
-        leader = -1 if cur["leader"] == b else cur["leader"]
-        isr = cur["isr"] if len(cur["isr"]) == 1 and "isr-emptied" not in self.bugs else \
-            [r for r in cur["isr"] if r != b]
-        self.write(p, leader, isr)
+        if b in cur["isr"] or cur["leader"] == b:
+            leader = -1 if cur["leader"] == b else cur["leader"]
+            isr = cur["isr"] if len(cur["isr"]) == 1 and "isr-emptied" not in self.bugs else \
+                [r for r in cur["isr"] if r != b]
+            self.write(p, leader, isr)
+        self.send_leader_and_isr(p, [r for r in self.assignment[p] if r != b])
 
     # ------------------------------------------------------------------ controller election
     def elect_controller(self, wanted: int | None = None) -> None:
@@ -251,6 +284,8 @@ class Controller:
                 else:
                     self.rstate[(p, b)] = DEL_INELIGIBLE
                     dead_replicas.append((p, b))
+        for p in sorted(self.assignment):  # the new controller tells every live replica what ZooKeeper says
+            self.send_leader_and_isr(p, [b for b in self.assignment[p] if b in self.live])
         for p, b in dead_replicas:
             self.take_offline(p, b)
         for p in sorted(self.assignment):
@@ -370,6 +405,9 @@ class Controller:
             raise Refused("BrokerNotAvailable", f"broker {b} is already live")
         self.live.add(b)
         self.emit("broker_up", broker=b)
+        for (_, r), known in self.view.items():
+            if r == b:  # a restarted broker remembers no leadership
+                known.update(leader=-1, leader_epoch=-1)
         if self.controller < 0:
             self.elect_controller()
             return
@@ -480,6 +518,7 @@ class Controller:
             return
         if zk is not None:
             self.write(p, zk["leader"], zk["isr"])
+            self.send_leader_and_isr(p, replicas)
         for b in target:
             if b not in old:
                 self.move_replica(p, b, NEW_R)
@@ -495,6 +534,7 @@ class Controller:
                 self.online([p], "reassigned")
             else:
                 self.write(p, zk["leader"], zk["isr"])
+                self.send_leader_and_isr(p, target)
         self.remove_replicas(p, leaving)
         self.zk_assignment[p] = list(target)
         self.zk_moving.pop(p, None)
@@ -518,6 +558,53 @@ class Controller:
         if b == cur["leader"] or b not in cur["isr"]:
             raise Refused("NotLeaderOrFollower", f"broker {b} cannot be dropped from {cur['isr']}")
         self.write(p, cur["leader"], [r for r in cur["isr"] if r != b], leader_write=True)
+        self.leader_wrote(p)
+
+    def leader_wrote(self, p: tuple[str, int]) -> None:
+        """The leader keeps its own ISR write in its view."""
+        zk = self.zk_state[p]
+        known = self.view.get((p, zk["leader"]))
+        if known is not None:
+            known.update(isr=list(zk["isr"]), zk_version=zk["zk_version"])
+
+    def acting_leader(self, p: tuple[str, int]) -> int:
+        """The partition's leader if it is up and knows it leads; refused otherwise."""
+        if p not in self.zk_assignment:
+            raise Refused("UnknownTopicOrPartition", f"{pname(p)} does not exist")
+        zk = self.zk_state.get(p)
+        leader = -1 if zk is None else zk["leader"]
+        known = self.view.get((p, leader))
+        if leader < 0 or leader not in self.live or known is None or known["leader"] != leader:
+            raise Refused("NotLeaderOrFollower", f"no broker acts as leader of {pname(p)}")
+        return leader
+
+    def replicate(self, p: tuple[str, int], broker: int, fenced_epochs: bool) -> None:
+        """One fetch round (logs stay empty here): a follower outside the ISR joins it."""
+        leader = self.acting_leader(p)
+        followers = sorted(b for (q, b), known in self.view.items()
+                           if q == p and b != leader and known["leader"] == leader and b in self.live)
+        if broker >= 0:
+            if broker not in self.live:
+                raise Refused("BrokerNotAvailable", f"broker {broker} is not live")
+            if broker not in followers:
+                raise Refused("NotLeaderOrFollower", f"broker {broker} does not follow {leader}")
+            followers = [broker]
+        for b in followers:
+            mine, theirs = self.view[(p, b)], self.view[(p, leader)]
+            if fenced_epochs and mine["leader_epoch"] != theirs["leader_epoch"]:
+                if broker >= 0:
+                    raise Refused("FencedLeaderEpoch", f"broker {b} fetched in another leader epoch")
+                continue
+            if b in theirs["isr"] or b not in theirs["replicas"]:
+                continue
+            if theirs["zk_version"] != self.zk_state[p]["zk_version"]:
+                continue  # the leader's view is stale: its conditional write would fail
+            self.zk_state[p] = dict(self.zk_state[p], leader_epoch=theirs["leader_epoch"])
+            self.write(p, leader, sorted(theirs["isr"] + [b]), leader_write=True)
+            self.leader_wrote(p)
+            if self.controller >= 0 and p in self.moving and set(self.moving[p][1]) <= set(self.zk_state[p]["isr"]):
+                self.finish_reassignment(p, self.moving[p][1], [r for r in self.moving[p][0]
+                                                                 if r not in self.moving[p][1]])
 
     # ------------------------------------------------------------------ result
     def result(self) -> dict[str, Any]:
