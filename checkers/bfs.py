@@ -277,13 +277,13 @@ class Start(NamedTuple):
     spent: float  # seconds spent before a resume
 
 
-def restore_counters(found: Exploration, meta: dict[str, Any]) -> dict[str, Witness]:
+def restore_counters(found: Exploration, meta: dict[str, Any], where: str = "the checkpoint") -> dict[str, Witness]:
     """Put a checkpoint's transition count, reached goals and coverage counts (where both the checkpoint and this
     run count them) back into `found`; its witnesses, as lists."""
     found.transitions, found.reached = meta["transitions"], set(meta["reached"])
     if found.tally is not None and "coverage" in meta:
         if not found.tally.valid(meta["coverage"]):
-            raise BadCheckpoint("the checkpoint's coverage counts are malformed")
+            raise BadCheckpoint(f"{where}: the coverage counts are malformed")
         found.tally.merge(meta["coverage"])
     return {name: (root, list(steps)) for name, (root, steps) in meta["witnesses"].items()}
 
@@ -294,7 +294,7 @@ def first_frontier(model: Any, props: list[Any], found: Exploration, resume: Sna
     if resume is not None:
         visited, frontier_fps, frontier = resume_frontier(model, resume)
         meta = resume.meta
-        witnesses = restore_counters(found, meta)
+        witnesses = restore_counters(found, meta, str(resume.path))
         return Start(visited, frontier_fps, frontier, witnesses, meta["depth"], list(meta["sizes"]),
                      meta["expanded"], meta["seconds"])
     visited = Visited()

@@ -273,7 +273,7 @@ class _Search:
         meta = got.meta
         self.host = list(zip(got.fps, got.parents, got.aidxs, strict=True))
         self.seen = FingerprintSet(_as_fps(got.fps))
-        self.paths = restore_counters(self.found, meta)
+        self.paths = restore_counters(self.found, meta, str(snapshot.path))
         frontier = [(fp, order_key(fp if parent == NO_PARENT else parent), aidx, parent, CODEC.encode(state))
                     for fp, parent, aidx, state in got.frontier]
         return frontier, meta["depth"], list(meta["sizes"]), meta["seconds"]

@@ -146,3 +146,23 @@ def test_a_resumed_run_keeps_the_coverage_its_checkpoint_counted(tmp_path):
     whole = kcm("explore", "--config", "tiny", "--quiet", "--json", "--coverage")
     resumed, plain = json.loads(done.stdout), json.loads(whole.stdout)
     assert resumed["transitions"] == plain["transitions"] and resumed["coverage"] == plain["coverage"]
+
+
+def test_malformed_coverage_counts_in_a_checkpoint_are_refused_in_one_line(tmp_path):
+    import numpy as np
+
+    from tests.test_explore_resume import _rewrite
+
+    ckpt = tmp_path / "run.ckpt"
+    assert kcm("explore", "--config", "tiny", "--quiet", "--coverage", "--max-states", "200",
+               "--checkpoint", str(ckpt), "--checkpoint-every", "0").returncode == 3
+
+    def bad_counts(arrays):
+        meta = json.loads(arrays["meta"].tobytes())
+        meta["coverage"]["edges"] = [["partition", "NewPartition", 3]]
+        arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+    _rewrite(ckpt, bad_counts)
+    done = kcm("explore", "--config", "tiny", "--quiet", "--coverage", "--resume", str(ckpt))
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert f"{ckpt}: the coverage counts are malformed" in done.stderr
+    assert kcm("explore", "--config", "tiny", "--quiet", "--resume", str(ckpt)).returncode == 0  # not counting
