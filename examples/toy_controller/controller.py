@@ -81,6 +81,9 @@ class Controller:
         self.moving: dict[tuple[str, int], tuple[list[int], list[int]]] = {}
         # what each broker was last told of a partition it hosts: leader, leader_epoch, isr, zk_version, replicas
         self.view: dict[tuple[tuple[str, int], int], dict[str, Any]] = {}
+        self.zk_deleting: set[str] = set()  # /admin/delete_topics
+        self.deleting: set[str] = set()  # what the controller is deleting
+        self.waiting: set[str] = set()  # deletions that wait (a replica's broker is down, or a reassignment)
         self.pstate: dict[tuple[str, int], str] = {}
         self.rstate: dict[tuple[tuple[str, int], int], str] = {}
         self.events: list[dict[str, Any]] = [{"type": "broker_up", "broker": b} for b in self.registered]
@@ -244,7 +247,8 @@ class Controller:
 
     def retry_offline(self) -> None:
         """Every NewPartition and OfflinePartition gets another try at a leader."""
-        self.online([p for p in sorted(self.pstate) if self.pstate[p] in (NEW_P, OFFLINE_P)], "offline")
+        self.online([p for p in sorted(self.pstate) if self.pstate[p] in (NEW_P, OFFLINE_P)
+                     and p[0] not in self.deleting], "offline")
 
     def take_offline(self, p: tuple[str, int], b: int) -> None:
         """A replica goes OfflineReplica and out of the ISR (the last member stays)."""
@@ -259,13 +263,15 @@ class Controller:
             isr = cur["isr"] if len(cur["isr"]) == 1 and "isr-emptied" not in self.bugs else \
                 [r for r in cur["isr"] if r != b]
             self.write(p, leader, isr)
-        self.send_leader_and_isr(p, [r for r in self.assignment[p] if r != b])
+        if p[0] not in self.deleting:
+            self.send_leader_and_isr(p, [r for r in self.assignment[p] if r != b])
 
     # ------------------------------------------------------------------ controller election
     def elect_controller(self, wanted: int | None = None) -> None:
         """A new controller wins /controller, loads ZooKeeper and starts both state machines."""
         up = sorted(self.live)
         self.assignment, self.pstate, self.rstate, self.moving = {}, {}, {}, {}
+        self.deleting, self.waiting = set(), set()
         if not up:
             self.controller = -1
             return
@@ -276,6 +282,11 @@ class Controller:
             self.write_epoch = self.controller_epoch
         self.emit("controller_elected", broker=self.controller, epoch=self.controller_epoch)
         self.assignment = {p: list(ar) for p, ar in self.zk_assignment.items()}
+        self.deleting = set(self.zk_deleting)
+        for topic in self.deleting:
+            mine = [p for p in self.assignment if p[0] == topic]
+            if any(p in self.zk_moving or any(b not in self.live for b in self.assignment[p]) for p in mine):
+                self.waiting.add(topic)
         dead_replicas = []
         for p in sorted(self.assignment):
             for b in self.assignment[p]:
@@ -301,6 +312,8 @@ class Controller:
         for p in sorted(self.moving):
             if p in self.moving:
                 self.reassignment_round(p)
+        for topic in sorted(self.deleting):
+            self.resume_deletion(topic)
 
     # ------------------------------------------------------------------ operations
     def check_broker(self, b: int) -> None:
@@ -331,7 +344,7 @@ class Controller:
     def add_partitions(self, topic: str, assignment: dict[str, list[int]]) -> None:
         """More partitions for an existing topic, numbered on from its last."""
         mine = [p for p in self.zk_assignment if p[0] == topic]
-        if not mine:
+        if not mine or topic in self.zk_deleting:
             raise Refused("UnknownTopicOrPartition", f"topic {topic} does not exist")
         if any(p[0] == topic for p in self.zk_moving):
             raise Refused("ReassignmentInProgress", f"topic {topic} is being reassigned")
@@ -391,12 +404,17 @@ class Controller:
         if self.controller < 0:
             return
         for p in sorted(self.zk_state):
-            if p in self.pstate and self.zk_state[p]["leader"] == b:
+            if p in self.pstate and self.zk_state[p]["leader"] == b and p[0] not in self.deleting:
                 self.move_partition(p, OFFLINE_P)
         self.retry_offline()
         for p in sorted(self.assignment):
-            if b in self.assignment[p]:
+            if b in self.assignment[p] and p[0] not in self.deleting:
                 self.take_offline(p, b)
+        for topic in sorted({p[0] for p in self.assignment if b in self.assignment[p] and p[0] in self.deleting}):
+            for p in sorted(q for q in self.assignment if q[0] == topic and b in self.assignment[q]):
+                self.move_replica(p, b, DEL_INELIGIBLE)
+            self.waiting.add(topic)
+            self.resume_deletion(topic)
 
     def broker_start(self, b: int) -> None:
         """The broker registers again."""
@@ -418,6 +436,9 @@ class Controller:
         for p in sorted(self.moving):
             if p in self.moving and b in self.moving[p][1]:
                 self.reassignment_round(p)
+        for topic in sorted({p[0] for p in self.assignment if b in self.assignment[p] and p[0] in self.deleting}):
+            self.waiting.discard(topic)
+            self.resume_deletion(topic, despite_reassignment=True)
 
     def controlled_shutdown(self, b: int) -> None:
         """Move leadership off a broker that is about to stop, and take its follower replicas offline."""
@@ -425,7 +446,8 @@ class Controller:
         if b not in self.live or self.controller < 0:
             raise Refused("BrokerNotAvailable", f"broker {b} is not live")
         self.shutting.add(b)
-        mine = [p for p in sorted(self.assignment) if b in self.assignment[p] and len(self.assignment[p]) > 1]
+        mine = [p for p in sorted(self.assignment) if b in self.assignment[p] and len(self.assignment[p]) > 1
+                and p[0] not in self.deleting]
         led = [p for p in mine if p in self.zk_state and self.zk_state[p]["leader"] == b]
         self.online(led, "controlled_shutdown")
         for p in mine:
@@ -446,13 +468,13 @@ class Controller:
     def preferred_election(self, partitions: list[tuple[str, int]] | None) -> None:
         """Give partitions back to their first assigned replica."""
         if partitions is None:
-            partitions = sorted(self.zk_assignment)
+            partitions = sorted(p for p in self.zk_assignment if p[0] not in self.zk_deleting)
         for p in partitions:
-            if p not in self.zk_assignment:
+            if p not in self.zk_assignment or p[0] in self.zk_deleting:
                 raise Refused("UnknownTopicOrPartition", f"{pname(p)} does not exist")
         if self.controller < 0:
             return
-        todo = [p for p in partitions if p in self.zk_state and self.assignment.get(p)
+        todo = [p for p in partitions if p in self.zk_state and self.assignment.get(p) and p[0] not in self.deleting
                 and self.zk_state[p]["leader"] != self.assignment[p][0]]
         self.online(todo, "preferred")
 
@@ -486,9 +508,87 @@ class Controller:
             if target == NONEXISTENT_R and b in self.assignment.get(p, []):
                 self.assignment[p].remove(b)
 
+    def delete_topic(self, topic: str) -> None:
+        """Queue a topic for deletion; the controller deletes what it can now and the rest when brokers return."""
+        if not any(p[0] == topic for p in self.zk_assignment) or topic in self.zk_deleting:
+            raise Refused("UnknownTopicOrPartition", f"topic {topic} does not exist")
+        self.zk_deleting.add(topic)
+        if self.controller >= 0:
+            self.deleting.add(topic)
+            self.resume_deletion(topic)
+
+    def resume_deletion(self, topic: str, despite_reassignment: bool = False) -> None:
+        """Delete the topic's replicas on live brokers; those on dead brokers wait for them."""
+        if topic not in self.deleting:
+            return
+        parts = sorted(p for p in self.assignment if p[0] == topic)
+        if not despite_reassignment and any(p in self.moving for p in parts):
+            self.waiting.add(topic)
+            return
+        replicas = [(p, b) for p in parts for b in self.assignment[p]]
+        if topic in self.waiting:
+            self.retry_waiting(replicas)
+            return
+        if any(self.pstate.get(p, NONEXISTENT_P) != NONEXISTENT_P for p in parts):
+            for p in parts:
+                self.move_partition(p, OFFLINE_P)
+            for p in parts:
+                self.move_partition(p, NONEXISTENT_P)
+        on_live = [(p, b) for p, b in replicas if b in self.live]
+        on_dead = [(p, b) for p, b in replicas if b not in self.live]
+        for p, b in on_dead:
+            if self.rstate.get((p, b)) in (NEW_R, ONLINE_R):
+                self.take_offline(p, b)
+        if OFFLINE_R not in self.rmoves[DEL_INELIGIBLE]:
+            for p, b in on_dead:
+                if self.rstate.get((p, b)) == OFFLINE_R:
+                    self.move_replica(p, b, DEL_STARTED)
+        for p, b in on_dead:
+            self.move_replica(p, b, DEL_INELIGIBLE)
+        retry = [(p, b) for p, b in on_live if self.rstate.get((p, b)) != DEL_DONE]
+        for p, b in retry:
+            self.take_offline(p, b)
+        for p, b in retry:
+            self.move_replica(p, b, DEL_STARTED)
+        if on_dead:
+            self.waiting.add(topic)
+        for p, b in on_live:
+            self.move_replica(p, b, DEL_DONE)
+        if all(self.rstate.get(r) == DEL_DONE for r in replicas):
+            self.finish_deletion(topic, parts, replicas)
+        else:
+            self.retry_waiting(replicas)
+
+    def retry_waiting(self, replicas: list[tuple[tuple[str, int], int]]) -> None:
+        """Replicas whose deletion could not run go back to OfflineReplica, once no answer is awaited."""
+        if any(self.rstate.get(r) == DEL_STARTED for r in replicas):
+            return
+        for p, b in replicas:
+            if self.rstate.get((p, b)) == DEL_INELIGIBLE:
+                self.take_offline(p, b)
+
+    def finish_deletion(self, topic: str, parts: list[tuple[str, int]],
+                        replicas: list[tuple[tuple[str, int], int]]) -> None:
+        """Every replica is deleted: the topic leaves ZooKeeper and the controller's memory."""
+        for p, b in replicas:
+            self.move_replica(p, b, NONEXISTENT_R)
+        for p in parts:
+            if self.pstate.get(p) in (NEW_P, ONLINE_P):
+                self.move_partition(p, OFFLINE_P)
+        for p in parts:
+            self.move_partition(p, NONEXISTENT_P)
+        for p in parts:
+            for table in (self.zk_assignment, self.zk_state, self.zk_moving, self.assignment, self.pstate,
+                          self.moving):
+                table.pop(p, None)
+        for key in [k for k in self.rstate if k[0][0] == topic]:
+            del self.rstate[key]
+        for group in (self.zk_deleting, self.deleting, self.waiting):
+            group.discard(topic)
+
     def reassign(self, p: tuple[str, int], target: list[int]) -> None:
         """Move a partition to other replicas: new ones first, then the leader among them, then the old ones go."""
-        if p not in self.zk_assignment:
+        if p not in self.zk_assignment or p[0] in self.zk_deleting:
             raise Refused("UnknownTopicOrPartition", f"{pname(p)} does not exist")
         if not target or len(set(target)) != len(target) or any(b not in self.registered for b in target):
             raise Refused("InvalidReplicaAssignment", f"bad target {target}")
@@ -539,6 +639,9 @@ class Controller:
         self.zk_assignment[p] = list(target)
         self.zk_moving.pop(p, None)
         self.moving.pop(p, None)
+        if p[0] in self.waiting:
+            self.waiting.discard(p[0])
+            self.resume_deletion(p[0])
 
     def remove_replicas(self, p: tuple[str, int], gone: list[int]) -> None:
         """Replicas dropped from a partition go offline, then through deletion."""
