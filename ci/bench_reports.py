@@ -6,7 +6,8 @@ runs alternate (`--rounds` of each) so that a changing load on a shared machine 
 config: each run's wall seconds and CPU seconds (user + system of the process, steadier than wall time on a shared
 machine), then the best and the median of each kind and their ratios. The reporting run's coverage must count one
 operation per transition of its summary plus the set-up's steps, and both runs must agree on the states,
-transitions and verdicts (exit 1 if not).
+transitions and verdicts (exit 1 if not). With `--engine spark` the CPU seconds are the driver's Python process
+alone (Spark's JVM and its Python workers are not counted there): compare the wall seconds.
 
     python ci/bench_reports.py [CONFIG...] [--rounds N] [--engine local|spark] [--workers N]
 
