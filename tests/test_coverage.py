@@ -166,3 +166,19 @@ def test_malformed_coverage_counts_in_a_checkpoint_are_refused_in_one_line(tmp_p
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
     assert f"{ckpt}: the coverage counts are malformed" in done.stderr
     assert kcm("explore", "--config", "tiny", "--quiet", "--resume", str(ckpt)).returncode == 0  # not counting
+
+
+@pytest.mark.parametrize("config", ["unclean", "async"])
+def test_the_counting_expansion_takes_the_steps_every_engine_takes(config):
+    from kcm.checkers.verdicts import indexed_successors
+
+    from tests.explored import bfs_states
+
+    model = BoundedSystem(load_config(config))
+    tally = coverage.Tally()
+    with tally.probing():
+        for state in bfs_states(model, 4):
+            counted = tally.successors(model, state)
+            plain = indexed_successors(model, state)
+            assert [(i, a, s) for i, a, s, _ in counted] == [(i, a, s) for i, a, s, _ in plain]
+    assert sum(tally.counts()["operations"].values()) > 0
