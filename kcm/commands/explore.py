@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import re
+import shlex
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kcm import flags
-from kcm.checkers import ci_formats, evidence, liveness, walk
+from kcm.checkers import ci_formats, evidence, liveness, stopping, walk
 from kcm.checkers.bounded import BadConfig, BoundedSystem, load_config
 from kcm.checkers.symmetry import SymmetricModel
 from kcm.properties import catalogue, user
 from kcm.properties.user import BadProperty
 
-if TYPE_CHECKING:  # the explorers' modules need NumPy: imported where they run (see main)
+if TYPE_CHECKING:  # the explorers' modules need NumPy: imported where they run (see _run)
     from kcm.checkers.bfs import Progress
     from kcm.checkers.checkpoint import Checkpointer
 
@@ -68,6 +71,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--checkpoint-every", metavar="SECONDS", type=flags.seconds(0, flags.MAX_SECONDS), default=60.0,
                    help="at most one checkpoint per this many seconds (default 60; 0: at every level)")
     p.add_argument("--resume", metavar="FILE", help="continue the run saved in this checkpoint (same config)")
+    p.add_argument("--max-memory", type=_size, metavar="SIZE",
+                   help="stop cleanly (checkpoint, partial result, exit 3) once this process and its workers hold "
+                        "more than SIZE of memory (e.g. 6G, 500M; read at least once a second)")
     p.add_argument("--property", dest="user_properties", action="append", default=[], metavar="PATH.py:FUNCTION",
                    help="also check this Python predicate of yours (or module:function; repeatable): one parameter, "
                         "the state, or three, before, action, after; True while the rule holds. Loading it runs "
@@ -80,7 +86,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    """Run the exploration and print the summary; exit 1 if a property is violated, 2 on a bad config."""
+    """Run the exploration and print the summary; exit 1 if a property is violated, 2 on a bad config, 3 when
+    partial (--max-states; or stopped by SIGINT, SIGTERM or --max-memory, with a checkpoint to resume)."""
+    stop = stopping.StopRequest(args.max_memory)
+    try:
+        with stopping.on_signals(stop):
+            return _run(args, stop)
+    except stopping.Interrupted as err:
+        print(f"kcm explore: {err} outside the search (before it began, or judging its result): nothing to resume",
+              file=sys.stderr)
+        return PARTIAL
+
+
+def _run(args: argparse.Namespace, stop: stopping.StopRequest) -> int:
+    """`main` with SIGINT and SIGTERM handled by `stop`."""
     # The explorers need NumPy, which the core install leaves out: imported here, so that `--help` works there.
     from kcm.checkers import bfs, checkpoint
     from kcm.checkers.checkpoint import BadCheckpoint, Checkpointer
@@ -115,6 +134,10 @@ def main(args: argparse.Namespace) -> int:
     if args.walks is not None and args.coverage:
         print("kcm explore: --coverage counts the exhaustive search's transitions, not --walks", file=sys.stderr)
         return 2
+    if args.max_memory is not None and (args.walks is not None or not stopping.can_measure()):
+        print("kcm explore: --max-memory is for the exhaustive search, on a system with /proc (Linux)",
+              file=sys.stderr)
+        return 2
     if args.estimate is not None:
         return _estimate(args, explored, model.cfg.get("name", args.config))
     identity = checkpoint.config_identity(dict(model.cfg, user_properties=user.identity(model.properties()))
@@ -123,6 +146,9 @@ def main(args: argparse.Namespace) -> int:
     try:
         checkpointer = (Checkpointer(args.checkpoint, args.checkpoint_every, identity, engine=args.engine)
                         if args.checkpoint is not None else None)
+        if checkpointer is None and args.walks is None:  # written only if the run is stopped (see --max-memory)
+            checkpointer = Checkpointer(default_checkpoint(model.cfg.get("name", args.config)), math.inf, identity,
+                                        engine=args.engine)
         if args.resume is not None:
             resume = checkpoint.load(args.resume, identity)
     except BadCheckpoint as err:
@@ -143,7 +169,7 @@ def main(args: argparse.Namespace) -> int:
                   file=sys.stderr, flush=True)
 
     if args.engine == "spark":
-        found = _spark(args, explored, checkpointer, resume, progress, walk_progress, stop_at)
+        found = _spark(args, explored, checkpointer, resume, progress, walk_progress, stop_at, stop)
         if isinstance(found, int):
             return found
     elif args.walks is not None:
@@ -153,21 +179,28 @@ def main(args: argparse.Namespace) -> int:
             if args.workers > 1:
                 from kcm.checkers import workers
 
-                found = workers.explore(explored, args.workers, args.max_states, progress, checkpointer, resume,
-                                        stop_at=stop_at, coverage=_counting(args))
+                with stop.search():
+                    found = workers.explore(explored, args.workers, args.max_states, progress, checkpointer,
+                                            resume, stop_at=stop_at, coverage=_counting(args), stop=stop)
             else:
-                found = bfs.explore(explored, args.max_states, progress, checkpointer, resume, stop_at=stop_at,
-                                    coverage=_counting(args))
+                with stop.search():
+                    found = bfs.explore(explored, args.max_states, progress, checkpointer, resume, stop_at=stop_at,
+                                        coverage=_counting(args), stop=stop)
         except (OSError, BadCheckpoint, RuntimeError) as err:
             print(f"kcm explore: {err}", file=sys.stderr)
             return 2
-    if args.walks is None:  # a walk sees no whole graph: its EVENTUALLY verdicts stay "not judged"
+    if args.walks is None and not stop.acted:  # a walk sees no whole graph: its EVENTUALLY verdicts stay "not judged"
         liveness.add_verdicts(found, model, args.max_states)
     summary = found.to_json(explored)
     summary["config"] = model.cfg.get("name", args.config)
+    if stop.acted:
+        assert checkpointer is not None
+        summary["interrupted"] = {"reason": stop.reason, "checkpoint": str(checkpointer.path),
+                                  "resume": resume_command(args, str(checkpointer.path))}
     if explored is not model:
         summary["symmetry"] = {"group_size": len(explored.group), "reduced_states": found.distinct_states}
-        if args.symmetry_compare:  # unreduced on the local engine: every engine reports the same counts
+        # Unreduced on the local engine: every engine reports the same counts.
+        if args.symmetry_compare and not stop.acted:
             unreduced = (walk.walk(model, args.walks, args.depth, args.seed) if args.walks is not None
                          else bfs.explore(model, args.max_states, stop_at=stop_at))
             summary["symmetry"]["unreduced_states"] = unreduced.distinct_states
@@ -217,6 +250,8 @@ def main(args: argparse.Namespace) -> int:
                   f"states reduced{unreduced}")
         if cov is not None and args.coverage:
             print(coverage.text(cov))
+    if stop.acted:  # whatever it found so far, the run is to be resumed
+        return PARTIAL
     return 1 if summary["counterexamples"] else 0 if summary["complete"] else PARTIAL
 
 
@@ -280,6 +315,45 @@ def _counting(args: argparse.Namespace) -> bool:
 PARTIAL = 3  # exit code of a run cut short by --max-states that found no violation: nothing is known to hold
 
 
+def _size(text: str) -> int:
+    """The argparse type of --max-memory: bytes (see `stopping.parse_size`)."""
+    try:
+        return stopping.parse_size(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def default_checkpoint(config: str) -> str:
+    """Where a run without --checkpoint writes the checkpoint when it is stopped: kcm-explore-<config>.ckpt in the
+    working folder (the config's name, `bugs/KIP-101` as bugs-KIP-101)."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", str(config).removesuffix(".json")).strip("-.") or "config"
+    return f"kcm-explore-{name[-100:]}.ckpt"
+
+
+def resume_command(args: argparse.Namespace, path: str) -> str:
+    """The command line that resumes this run from the checkpoint `path`: its flags as given, --resume `path`."""
+    parser = argparse.ArgumentParser(add_help=False)
+    add_arguments(parser)
+    words = ["kcm", "explore"]
+    for action in parser._actions:
+        if not action.option_strings or action.dest in ("resume", "estimate"):
+            continue
+        value = getattr(args, action.dest, action.default)
+        if value == action.default or value is None:
+            continue
+        flag = max(action.option_strings, key=len)
+        if action.nargs == 0:  # store_true and the like
+            words.append(flag)
+        elif isinstance(value, list):
+            for item in value:
+                words += [flag, str(item)]
+        else:
+            words += [flag, str(value)]
+    return shlex.join(words + ["--resume", path])
+
+
+
+
 def _steps(n: int) -> str:
     return "this 1 step" if n == 1 else f"these {n} steps"
 
@@ -287,6 +361,8 @@ def _steps(n: int) -> str:
 def _partial(s: dict) -> str:
     if s["complete"]:
         return ""
+    if "interrupted" in s:
+        return f" (partial: stopped, {s['interrupted']['reason']})"
     if s.get("stopped_at_violation"):
         return " (stopped after the level of the first violation; --continue explores everything)"
     return " (partial: --max-states)"
@@ -320,6 +396,10 @@ def _text(s: dict) -> str:
             lines.append(f"  counterexample to {name}: a lasso of {cex['length']} step{'s' * (cex['length'] != 1)} "
                          f"({setup}see below); the steps from {loop} on repeat forever, fairly:")
         lines += evidence.text(cex["evidence"])
+    if "interrupted" in s:
+        stopped = s["interrupted"]
+        lines.append(f"  stopped ({stopped['reason']}): checkpoint of the last level boundary written to "
+                     f"{stopped['checkpoint']}; to resume: {stopped['resume']}")
     if not s["complete"] and not s["counterexamples"]:
         lines.append(f"  partial run: no property is violated within {s['distinct_states']:,} states; nothing is "
                      f"shown to hold (exit {PARTIAL})")
@@ -327,7 +407,7 @@ def _text(s: dict) -> str:
 
 
 def _spark(args: argparse.Namespace, explored: Any, checkpointer: Checkpointer | None, resume: Any,
-           progress: Any, walk_progress: Any, stop_at: Any) -> Any:
+           progress: Any, walk_progress: Any, stop_at: Any, stop: stopping.StopRequest) -> Any:
     """The run on Spark (BFS or walks): the session's start, failure and stop handled once; an int is an exit code."""
     from kcm.checkers.checkpoint import BadCheckpoint
 
@@ -348,12 +428,15 @@ def _spark(args: argparse.Namespace, explored: Any, checkpointer: Checkpointer |
     except (Py4JError, PySparkException, OSError) as err:
         print(f"kcm explore: Spark did not start: {_first_line(err)}", file=sys.stderr)
         return 2
+    stopping.reinstall(stop)  # PySpark's context put its own SIGINT handler in place
     try:
         if args.walks is not None:
             return spark_walk.walk(explored, spark, args.walks, args.depth, args.seed, progress=walk_progress)
         below = spark_bfs.HOST_BELOW if args.driver_below is None else args.driver_below
-        return spark_bfs.explore(explored, spark, args.max_states, progress, checkpoint=checkpointer, resume=resume,
-                                 stop_at=stop_at, host_below=below, coverage=_counting(args))
+        with stop.search():
+            return spark_bfs.explore(explored, spark, args.max_states, progress, checkpoint=checkpointer,
+                                     resume=resume, stop_at=stop_at, host_below=below, coverage=_counting(args),
+                                     stop=stop)
     except (OSError, BadCheckpoint, RuntimeError) as err:
         print(f"kcm explore: {err}", file=sys.stderr)
         return 2
