@@ -23,7 +23,7 @@ from controller import BUGS, Controller, Refused  # noqa: E402
 
 SUPPORTED_OPS = {"create_topic", "broker_fail", "broker_start", "controlled_shutdown", "controller_resign",
                  "preferred_election", "partition_transition", "replica_transition", "isr_shrink", "reassign",
-                 "add_partitions", "replicate", "delete_topic"}
+                 "add_partitions", "replicate", "delete_topic", "produce", "consume"}
 IGNORED_SETTINGS = {"brokers", "controller", "unclean_leader_election", "rules", "min_insync_replicas",
                     "truncation"}
 
@@ -57,8 +57,8 @@ def unsupported(doc: dict[str, Any]) -> str:
     ops = {step.get("op") for step in doc.get("steps", [])}
     for op in sorted(ops - SUPPORTED_OPS):
         return f"operation {op}"
-    if "replicate" in ops and ops & {"produce", "consume"}:
-        return "records: its logs stay empty, so replicate only moves followers into the ISR"
+    if "produce" in ops and config.get("truncation", "high_watermark") != "high_watermark":
+        return f"follower truncation {config.get('truncation')} (only truncation to the high watermark)"
     deleted: set[str] = set()
     for step in doc.get("steps", []):
         if step.get("op") == "delete_topic":
@@ -93,6 +93,10 @@ def run_step(c: Controller, step: dict[str, Any], fenced_epochs: bool = False) -
         c.replica_transition([replica(n) for n in step["replicas"]], step["target"])
     elif op == "replicate":
         c.replicate(partition(step["partition"]), step.get("broker", -1), fenced_epochs)
+    elif op == "produce":
+        c.produce(partition(step["partition"]), step.get("records", 1), str(step.get("acks", "all")) in ("all", "-1"))
+    elif op == "consume":
+        c.consume(partition(step["partition"]))
     elif op == "delete_topic":
         c.delete_topic(step["topic"])
     elif op == "add_partitions":
@@ -124,7 +128,7 @@ def main() -> int:
         print(f"toy adapter: not implemented: {why}", file=sys.stderr)
         return 3
     c = Controller(config["brokers"], config.get("controller"), config.get("unclean_leader_election", False),
-                   config.get("rules", "seeds"), bugs)
+                   config.get("rules", "seeds"), bugs, config.get("min_insync_replicas", 1))
     for step in doc["steps"]:
         saved = c.snapshot()
         try:

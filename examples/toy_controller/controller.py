@@ -57,8 +57,9 @@ class Controller:
     """The whole cluster as this team models it: brokers, ZooKeeper's znodes and the controller's memory."""
 
     def __init__(self, brokers: list[int], first: int | None = None, unclean: bool = False, rules: str = "seeds",
-                 bugs: set[str] | frozenset[str] = frozenset()) -> None:
+                 bugs: set[str] | frozenset[str] = frozenset(), min_isr: int = 1) -> None:
         self.registered = sorted(brokers)
+        self.min_isr = min_isr
         self.live = set(brokers)
         self.shutting: set[int] = set()
         self.unclean = unclean
@@ -79,7 +80,8 @@ class Controller:
         # reassignments in flight: partition -> (original replicas, target replicas), in ZooKeeper and in memory
         self.zk_moving: dict[tuple[str, int], tuple[list[int], list[int]]] = {}
         self.moving: dict[tuple[str, int], tuple[list[int], list[int]]] = {}
-        # what each broker was last told of a partition it hosts: leader, leader_epoch, isr, zk_version, replicas
+        # what each broker was last told of a partition it hosts (leader, leader_epoch, isr, zk_version, replicas)
+        # and its log of it: the leader epoch of each record, its high watermark, and as leader its followers' LEOs
         self.view: dict[tuple[tuple[str, int], int], dict[str, Any]] = {}
         self.zk_deleting: set[str] = set()  # /admin/delete_topics
         self.deleting: set[str] = set()  # what the controller is deleting
@@ -173,11 +175,21 @@ class Controller:
                 self.emit("request_received", request="LeaderAndIsr", broker=b, controller_epoch=self.write_epoch,
                           partitions=[])  # taken, but nothing in it for this broker
                 continue
-            self.view[(p, b)] = {"leader": zk["leader"], "leader_epoch": zk["leader_epoch"], "isr": list(zk["isr"]),
-                                 "zk_version": zk["zk_version"], "replicas": ar}
+            mine = self.view.setdefault((p, b), {"log": [], "hw": 0})
+            mine.update(leader=zk["leader"], leader_epoch=zk["leader_epoch"], isr=list(zk["isr"]),
+                        zk_version=zk["zk_version"], replicas=ar, remote={})
+            if zk["leader"] == b:
+                self.advance_hw(p, b)
+            elif zk["leader"] >= 0:  # a follower starts again from its high watermark
+                del mine["log"][mine["hw"]:]
             self.emit("request_received", request="LeaderAndIsr", broker=b, controller_epoch=self.write_epoch,
                       partitions=[state])
 
+    def advance_hw(self, p: tuple[str, int], leader: int) -> None:
+        """The leader's high watermark moves up to the lowest LEO in its ISR (a follower not heard from counts 0)."""
+        mine = self.view[(p, leader)]
+        ends = [len(mine["log"]) if b == leader else mine["remote"].get(b, 0) for b in mine["isr"]]
+        mine["hw"] = max(mine["hw"], min(ends) if ends else len(mine["log"]))
     def stop_replica(self, p: tuple[str, int], b: int, delete: bool) -> None:
         """The broker stops fetching or leading the partition; with delete it drops its replica."""
         if b not in self.live:
@@ -398,6 +410,9 @@ class Controller:
         self.live.discard(b)
         self.shutting.discard(b)
         self.emit("broker_down", broker=b)
+        for (_, r), known in self.view.items():
+            if r == b:
+                known["remote"] = {}
         if b == self.controller:
             self.elect_controller()
             return
@@ -424,8 +439,9 @@ class Controller:
         self.live.add(b)
         self.emit("broker_up", broker=b)
         for (_, r), known in self.view.items():
-            if r == b:  # a restarted broker remembers no leadership
+            if r == b:  # a restarted broker remembers no leadership, and recovers its log to the high watermark
                 known.update(leader=-1, leader_epoch=-1)
+                del known["log"][known["hw"]:]
         if self.controller < 0:
             self.elect_controller()
             return
@@ -653,15 +669,37 @@ class Controller:
 
     def isr_shrink(self, p: tuple[str, int], b: int) -> None:
         """The leader drops a follower from the ISR (only the zkVersion moves)."""
-        if p not in self.zk_assignment:
-            raise Refused("UnknownTopicOrPartition", f"{pname(p)} does not exist")
-        cur = self.zk_state.get(p)
-        if cur is None or cur["leader"] not in self.live:
-            raise Refused("NotLeaderOrFollower", f"{pname(p)} has no live leader")
-        if b == cur["leader"] or b not in cur["isr"]:
-            raise Refused("NotLeaderOrFollower", f"broker {b} cannot be dropped from {cur['isr']}")
-        self.write(p, cur["leader"], [r for r in cur["isr"] if r != b], leader_write=True)
+        leader = self.acting_leader(p)
+        known = self.view[(p, leader)]
+        if b == leader or b not in known["isr"]:
+            raise Refused("NotLeaderOrFollower", f"broker {b} cannot be dropped from {known['isr']}")
+        self.leader_isr_write(p, leader, [r for r in known["isr"] if r != b])
+        self.advance_hw(p, leader)
+
+    def leader_isr_write(self, p: tuple[str, int], leader: int, isr: list[int]) -> None:
+        """The leader's conditional ISR write with its own view; a finished reassignment follows."""
+        known = self.view[(p, leader)]
+        if known["zk_version"] != self.zk_state[p]["zk_version"]:
+            raise Refused("StaleZkVersion", f"broker {leader}'s view of {pname(p)} is out of date")
+        self.zk_state[p] = dict(self.zk_state[p], leader_epoch=known["leader_epoch"])
+        self.write(p, leader, sorted(isr), leader_write=True)
         self.leader_wrote(p)
+        if self.controller >= 0 and p in self.moving and set(self.moving[p][1]) <= set(self.zk_state[p]["isr"]):
+            old, new = self.moving[p]
+            self.finish_reassignment(p, new, [r for r in old if r not in new])
+
+    def produce(self, p: tuple[str, int], records: int, acks_all: bool) -> None:
+        """Append records to the leader's log in its leader epoch."""
+        leader = self.acting_leader(p)
+        known = self.view[(p, leader)]
+        if acks_all and len(known["isr"]) < self.min_isr:
+            raise Refused("NotEnoughReplicas", f"ISR {known['isr']} is smaller than {self.min_isr}")
+        known["log"] += [known["leader_epoch"]] * records
+        self.advance_hw(p, leader)
+
+    def consume(self, p: tuple[str, int]) -> None:
+        """A consumer reads below the leader's high watermark: nothing changes."""
+        self.acting_leader(p)
 
     def leader_wrote(self, p: tuple[str, int]) -> None:
         """The leader keeps its own ISR write in its view."""
@@ -698,16 +736,20 @@ class Controller:
                 if broker >= 0:
                     raise Refused("FencedLeaderEpoch", f"broker {b} fetched in another leader epoch")
                 continue
-            if b in theirs["isr"] or b not in theirs["replicas"]:
+            del mine["log"][len(theirs["log"]):]  # a follower ahead of its leader cuts back to it
+            offset, hw_before = len(mine["log"]), theirs["hw"]
+            theirs["remote"][b] = offset
+            self.advance_hw(p, leader)
+            mine["log"] += theirs["log"][offset:]
+            mine["hw"] = max(mine["hw"], min(hw_before, len(mine["log"])))
+            epoch_start = next((o for o, e in enumerate(theirs["log"]) if e == theirs["leader_epoch"]),
+                               len(theirs["log"]))
+            if b in theirs["isr"] or b not in theirs["replicas"] or offset < theirs["hw"] or offset < epoch_start:
                 continue
-            if theirs["zk_version"] != self.zk_state[p]["zk_version"]:
-                continue  # the leader's view is stale: its conditional write would fail
-            self.zk_state[p] = dict(self.zk_state[p], leader_epoch=theirs["leader_epoch"])
-            self.write(p, leader, sorted(theirs["isr"] + [b]), leader_write=True)
-            self.leader_wrote(p)
-            if self.controller >= 0 and p in self.moving and set(self.moving[p][1]) <= set(self.zk_state[p]["isr"]):
-                self.finish_reassignment(p, self.moving[p][1], [r for r in self.moving[p][0]
-                                                                 if r not in self.moving[p][1]])
+            try:
+                self.leader_isr_write(p, leader, theirs["isr"] + [b])
+            except Refused:
+                continue  # the leader's view is stale: its conditional write fails and it tries again later
 
     # ------------------------------------------------------------------ result
     def result(self) -> dict[str, Any]:
