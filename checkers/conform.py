@@ -170,7 +170,8 @@ class ConformReport:
             if o.kind == CONFORMS:
                 # what "conforms" rests on: a trace alone judges less than a trace and a result document
                 judged = "trace and result" if o.compared else "trace only, no result document"
-                lines.append(f"{o.kind:<13} {o.name} ({judged}; {len(o.not_judged)} rules not judged)")
+                n = len(o.not_judged)
+                lines.append(f"{o.kind:<13} {o.name} ({judged}; {n} rule{'s' * (n != 1)} not judged)")
                 continue
             lines.append(f"{o.kind:<13} {o.name}")
             if o.kind == SKIPPED:

@@ -694,8 +694,11 @@ class Controller:
         known = self.view[(p, leader)]
         if acks_all and len(known["isr"]) < self.min_isr:
             raise Refused("NotEnoughReplicas", f"ISR {known['isr']} is smaller than {self.min_isr}")
+        start = len(known["log"])
         known["log"] += [known["leader_epoch"]] * records
         self.advance_hw(p, leader)
+        self.emit("produce", partition=pname(p), broker=leader, offset=start, count=records, leo=len(known["log"]),
+                  hw=known["hw"])
 
     def consume(self, p: tuple[str, int]) -> None:
         """A consumer reads below the leader's high watermark: nothing changes."""
@@ -742,6 +745,8 @@ class Controller:
             self.advance_hw(p, leader)
             mine["log"] += theirs["log"][offset:]
             mine["hw"] = max(mine["hw"], min(hw_before, len(mine["log"])))
+            self.emit("fetch", partition=pname(p), broker=b, leader=leader, fetch_offset=offset, leo=len(mine["log"]),
+                      hw=mine["hw"], leader_leo=len(theirs["log"]), leader_hw=theirs["hw"])
             epoch_start = next((o for o, e in enumerate(theirs["log"]) if e == theirs["leader_epoch"]),
                                len(theirs["log"]))
             if b in theirs["isr"] or b not in theirs["replicas"] or offset < theirs["hw"] or offset < epoch_start:
