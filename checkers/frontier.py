@@ -1,14 +1,17 @@
 """The local engine's frontier between levels, kept compact: encoded states in chunks, past a threshold on disk.
 
-A level's states as Python objects take about 2 KB each (measured with `ci/bench_memory.py`: every object reachable
-from a level of `large` or `controller`, each counted once), so on big spaces the frontier, not the visited set
-(14 bytes a state), decides how far a search gets. With `spill` set, `bfs.search` keeps each finished level as a
-`Frontier`: the states encoded by the Spark engine's codec (`checkers/spark_worker.StateCodec`, the one encoding
-of states between kcm's processes; no second one), in chunks of `CHUNK` states in the level's order. The first
-`spill` states' chunks stay in memory as bytes; the rest go to an anonymous temporary file (unlinked at once, so
-nothing is left behind whatever ends the process) and are read back one chunk at a time. Expanding the level
-decodes chunk by chunk; a state asked for by position (a parent, when its children are judged) is decoded from
-its chunk, the last chunk decoded being kept. The bytes are kcm's own, written and read by this process only.
+A level's states as Python objects take 2-3 KB each (measured with `ci/bench_memory.py`: every object reachable
+from a level of `large`, each counted once: 2,995 bytes a state), so on big spaces the frontier and the level in
+work, not the visited set (14 bytes a state), decide how far a search gets. With `spill` set, `bfs.search` keeps a
+level of more than `spill` states as a `Frontier`: the states encoded by the Spark engine's codec
+(`checkers/spark_worker.StateCodec`, the one encoding of states between kcm's processes; no second one; 1,212
+bytes a state on `large`), in chunks of `CHUNK` states in the level's order, each chunk compressed (zlib's fastest
+level: 152 bytes a state). The first `spill` states' chunks stay in memory; the rest go to an anonymous temporary
+file (unlinked at once, so nothing is left behind whatever ends the process) and are read back one chunk at a
+time. Expanding the level decodes chunk by chunk; a state asked for by position (a parent, when its children are
+judged) is decoded from its chunk, the last chunk decoded being kept. While a level is expanded, its new states
+past the first `spill` are kept encoded too (`bfs.search`). The bytes are kcm's own, written and read by this
+process only.
 
 Decoding gives states equal to the encoded ones, so fingerprints, successors, verdicts and counterexamples are
 the same as with the frontier in memory (`tests/test_frontier.py`).
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import zlib
 from array import array
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -37,10 +41,11 @@ class Frontier:
     def __init__(self, states: Iterable[Any], codec: StateCodec, spill: int, folder: str | None = None) -> None:
         self.codec = codec
         self.count = 0
-        self.encoded_bytes = 0
+        self.encoded_bytes = 0  # the chunks' bytes, compressed
         self.ram_bytes = 0  # bytes of the chunks kept in memory (offsets included)
-        # Per chunk: (its bytes in memory, or None when in the file; where in the file; each state's end offset).
-        self.chunks: list[tuple[bytes | None, int, array]] = []
+        # Per chunk: (its compressed bytes in memory, or None when in the file; where in the file; how many bytes;
+        # each state's end offset once decompressed).
+        self.chunks: list[tuple[bytes | None, int, int, array]] = []
         self.file: Any = None
         self.folder = folder
         self.cached = -1
@@ -60,17 +65,20 @@ class Frontier:
         for blob in blobs:
             end += len(blob)
             ends.append(end)
-        data = b"".join(blobs)
+        # A chunk's states share most of their fields' bytes (the level is in fingerprint order, but siblings and
+        # cousins differ in a field or two): zlib's fastest level takes 1,212 to 152 bytes a state on `large`, at
+        # about 13 us a state (a state's expansion costs some 100-300 us).
+        data = zlib.compress(b"".join(blobs), 1)
         self.encoded_bytes += len(data)
         if self.count + len(blobs) <= spill:
-            self.chunks.append((data, 0, ends))
+            self.chunks.append((data, 0, len(data), ends))
             self.ram_bytes += len(data) + ends.itemsize * len(ends)
         else:
             if self.file is None:
                 self.file = tempfile.TemporaryFile(prefix="kcm-frontier-", dir=self.folder)
             at = self.file.seek(0, os.SEEK_END)
             self.file.write(data)
-            self.chunks.append((None, at, ends))
+            self.chunks.append((None, at, len(data), ends))
             self.ram_bytes += ends.itemsize * len(ends)
         self.count += len(blobs)
 
@@ -83,10 +91,11 @@ class Frontier:
     def chunk(self, k: int) -> list[Any]:
         """The states of chunk `k`, decoded (the last chunk decoded is kept)."""
         if k != self.cached:
-            data, at, ends = self.chunks[k]
+            data, at, size, ends = self.chunks[k]
             if data is None:
                 self.file.flush()
-                data = os.pread(self.file.fileno(), ends[-1], at)
+                data = os.pread(self.file.fileno(), size, at)
+            data = zlib.decompress(data)
             decode = self.codec.decode
             start = 0
             states = []
