@@ -7,9 +7,9 @@ their ratio, the depths, the seconds of the estimate against the seconds of the 
 estimate predicted for the local engine. `--fraction F` adds a second estimate capped at F of the real count
 (`--max-states`), so that the extrapolation is measured on spaces the budget would close. `large` (9,082,524
 states before the data plane joined it; it does not close here) is checked from its known level sizes, and with
-`--large` by a real estimate of today's config.
+`--large CONFIG` by a real estimate of that config as it was (its file from commit 801f570).
 
-    python ci/bench_estimate.py [CONFIG...] [--seconds 60] [--fraction 0.1] [--large]
+    python ci/bench_estimate.py [CONFIG...] [--seconds 60] [--fraction 0.1] [--large CONFIG] [--save F | --known F]
 """
 
 from __future__ import annotations
@@ -60,7 +60,8 @@ def main() -> int:
     ap.add_argument("--seconds", default="60", help="the estimate's budget (kcm explore --estimate SECONDS)")
     ap.add_argument("--fraction", type=float, default=0.1, help="also estimate capped at this share of the real "
                     "count (0: not)")
-    ap.add_argument("--large", action="store_true", help="also run the estimate on large (its real count known)")
+    ap.add_argument("--large", metavar="CONFIG", help="also estimate this config of large against large's known count "
+                    "(the config as it was then: git show 801f570:specs/configs/large.json)")
     ap.add_argument("--save", metavar="FILE", help="write the whole searches' summaries (states, depth, seconds) here")
     ap.add_argument("--known", metavar="FILE", help="take the whole searches' figures from a file --save wrote "
                     "instead of running them again")
@@ -95,7 +96,7 @@ def main() -> int:
               f"{total:>10,} {p.states / total:6.2f} {'yes' if p.low <= total <= p.high else 'NO':>5} "
               f"{p.depth:>3}/{len(LARGE) - 1:<3}")
     if args.large:
-        est, est_s = kcm("--config", "large", "--estimate", args.seconds)
+        est, est_s = kcm("--config", args.large, "--estimate", args.seconds)
         print(row("large", est, total, len(LARGE) - 1, est_s, None), flush=True)
     print(f"worst ratio over the configs run whole (either way): {worst:.2f}")
     return 0
