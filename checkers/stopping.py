@@ -202,7 +202,10 @@ def on_signals(stop: StopRequest) -> Iterator[StopRequest]:
         return
     old = {}
     for sig in SIGNALS:
-        old[sig] = signal.signal(sig, stop._on_signal)
+        # A signal the process was started ignoring stays ignored (a shell's background job ignores SIGINT, so
+        # that a Ctrl-C meant for the foreground does not reach it), as Python itself leaves it.
+        if signal.getsignal(sig) is not signal.SIG_IGN:
+            old[sig] = signal.signal(sig, stop._on_signal)
     try:
         yield stop
     finally:
@@ -215,7 +218,8 @@ def reinstall(stop: StopRequest) -> None:
     if threading.current_thread() is not threading.main_thread():
         return
     for sig in SIGNALS:
-        signal.signal(sig, stop._on_signal)
+        if signal.getsignal(sig) is not signal.SIG_IGN:
+            signal.signal(sig, stop._on_signal)
 
 
 def ignore_signals() -> None:

@@ -94,6 +94,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except BrokenPipeError:
         return 0
+    except KeyboardInterrupt:  # Ctrl-C before a command took the signal over (kcm explore does): one line
+        print(f"kcm {command}: interrupted" if command else "kcm: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":
