@@ -128,7 +128,7 @@ class Tally:
     Every engine counts in the process that expands the states (the local engine, each `--workers` process, each
     Spark task) with `successors` in place of `verdicts.indexed_successors`, and hands its counts over with
     `take` at the end of a level; the coordinator `merge`s them like the level's other counters. A selector is
-    counted once per transition whose step ran it: the probe (`probing`) notes each selector the reference runs,
+    counted each time the step of a transition taken runs it: the probe (`probing`) notes each selector run,
     and the notes are cleared before each action is tried, so the model's own questions (which actions to offer)
     and refused steps count nothing, and every engine counts the same.
     """
