@@ -57,8 +57,6 @@ def unsupported(doc: dict[str, Any]) -> str:
     ops = {step.get("op") for step in doc.get("steps", [])}
     for op in sorted(ops - SUPPORTED_OPS):
         return f"operation {op}"
-    if "produce" in ops and config.get("truncation", "high_watermark") != "high_watermark":
-        return f"follower truncation {config.get('truncation')} (only truncation to the high watermark)"
     deleted: set[str] = set()
     for step in doc.get("steps", []):
         if step.get("op") == "delete_topic":
@@ -128,7 +126,8 @@ def main() -> int:
         print(f"toy adapter: not implemented: {why}", file=sys.stderr)
         return 3
     c = Controller(config["brokers"], config.get("controller"), config.get("unclean_leader_election", False),
-                   config.get("rules", "seeds"), bugs, config.get("min_insync_replicas", 1))
+                   config.get("rules", "seeds"), bugs, config.get("min_insync_replicas", 1),
+                   config.get("truncation", "high_watermark"))
     for step in doc["steps"]:
         saved = c.snapshot()
         try:

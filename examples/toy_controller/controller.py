@@ -57,9 +57,11 @@ class Controller:
     """The whole cluster as this team models it: brokers, ZooKeeper's znodes and the controller's memory."""
 
     def __init__(self, brokers: list[int], first: int | None = None, unclean: bool = False, rules: str = "seeds",
-                 bugs: set[str] | frozenset[str] = frozenset(), min_isr: int = 1) -> None:
+                 bugs: set[str] | frozenset[str] = frozenset(), min_isr: int = 1,
+                 truncation: str = "high_watermark") -> None:
         self.registered = sorted(brokers)
         self.min_isr = min_isr
+        self.truncation = truncation  # how a follower finds where its log parts from its leader's
         self.live = set(brokers)
         self.shutting: set[int] = set()
         self.unclean = unclean
@@ -178,12 +180,50 @@ class Controller:
             mine = self.view.setdefault((p, b), {"log": [], "hw": 0})
             mine.update(leader=zk["leader"], leader_epoch=zk["leader_epoch"], isr=list(zk["isr"]),
                         zk_version=zk["zk_version"], replicas=ar, remote={})
+            mine["truncate"] = False
             if zk["leader"] == b:
                 self.advance_hw(p, b)
-            elif zk["leader"] >= 0:  # a follower starts again from its high watermark
-                del mine["log"][mine["hw"]:]
+            elif zk["leader"] >= 0 and self.truncation == "high_watermark":  # start again from the HW
+                self.cut(mine, mine["hw"])
+            elif zk["leader"] >= 0:  # ask the leader where the logs part, at the first fetch
+                mine["truncate"] = True
             self.emit("request_received", request="LeaderAndIsr", broker=b, controller_epoch=self.write_epoch,
                       partitions=[state])
+
+    @staticmethod
+    def cut(replica: dict[str, Any], offset: int) -> None:
+        """Truncate a replica's log to offset (its HW with it)."""
+        del replica["log"][max(offset, 0):]
+        replica["hw"] = min(replica["hw"], len(replica["log"]))
+
+    @staticmethod
+    def epoch_end(log: list[int], asked: int) -> tuple[int, int]:
+        """(the largest epoch of the log not above `asked`, the offset where its records end), or (-1, -1)."""
+        runs = [(e, o) for o, e in enumerate(log) if o == 0 or log[o - 1] != e]
+        for i in range(len(runs) - 1, -1, -1):
+            if runs[i][0] <= asked:
+                return runs[i][0], runs[i + 1][1] if i + 1 < len(runs) else len(log)
+        return -1, -1
+
+    def truncation_point(self, mine: dict[str, Any], theirs: dict[str, Any]) -> int:
+        """Where a follower's log parts from its leader's, as the configured truncation finds it."""
+        log, hw = mine["log"], mine["hw"]
+        if self.truncation == "high_watermark":
+            return min(hw, len(log))
+        if not log:
+            return 0
+        last = log[-1]
+        if self.truncation == "leader_epoch":  # KIP-101: the leader's end of that epoch
+            if last == theirs["leader_epoch"]:
+                end = len(theirs["log"])
+            else:
+                end = next((o for o, e in enumerate(theirs["log"]) if e > last), len(theirs["log"]))
+            return min(end, len(log))
+        epoch, end = self.epoch_end(theirs["log"], last)  # KIP-279: and the epoch the answer is for
+        if epoch < 0:
+            return min(hw, len(log))
+        own_epoch, own_end = self.epoch_end(log, epoch)
+        return min(end, own_end if own_epoch >= 0 else 0)
 
     def advance_hw(self, p: tuple[str, int], leader: int) -> None:
         """The leader's high watermark moves up to the lowest LEO in its ISR (a follower not heard from counts 0)."""
@@ -441,7 +481,8 @@ class Controller:
         for (_, r), known in self.view.items():
             if r == b:  # a restarted broker remembers no leadership, and recovers its log to the high watermark
                 known.update(leader=-1, leader_epoch=-1)
-                del known["log"][known["hw"]:]
+                if self.truncation == "high_watermark":
+                    self.cut(known, known["hw"])
         if self.controller < 0:
             self.elect_controller()
             return
@@ -739,7 +780,11 @@ class Controller:
                 if broker >= 0:
                     raise Refused("FencedLeaderEpoch", f"broker {b} fetched in another leader epoch")
                 continue
-            del mine["log"][len(theirs["log"]):]  # a follower ahead of its leader cuts back to it
+            if mine.get("truncate"):
+                self.cut(mine, self.truncation_point(mine, theirs))
+                mine["truncate"] = False
+            if len(mine["log"]) > len(theirs["log"]):  # a follower ahead of its leader cuts back to it
+                self.cut(mine, len(theirs["log"]))
             offset, hw_before = len(mine["log"]), theirs["hw"]
             theirs["remote"][b] = offset
             self.advance_hw(p, leader)
