@@ -23,7 +23,8 @@ from controller import BUGS, Controller, Refused  # noqa: E402
 
 SUPPORTED_OPS = {"create_topic", "broker_fail", "broker_start", "controlled_shutdown", "controller_resign",
                  "preferred_election", "partition_transition", "replica_transition", "isr_shrink", "reassign",
-                 "add_partitions", "replicate", "delete_topic", "produce", "consume"}
+                 "add_partitions", "replicate", "delete_topic", "produce", "consume",
+                 "broker_bounce"}
 IGNORED_SETTINGS = {"brokers", "controller", "unclean_leader_election", "rules", "min_insync_replicas",
                     "truncation"}
 
@@ -76,6 +77,8 @@ def run_step(c: Controller, step: dict[str, Any], fenced_epochs: bool = False) -
                        step.get("replication_factor", 0))
     elif op == "broker_fail":
         c.broker_fail(step["broker"])
+    elif op == "broker_bounce":
+        c.broker_bounce(step["broker"])
     elif op == "broker_start":
         c.broker_start(step["broker"])
     elif op == "controlled_shutdown":

@@ -447,17 +447,34 @@ class Controller:
         self.check_broker(b)
         if b not in self.live:
             raise Refused("BrokerNotAvailable", f"broker {b} is not live")
+        self.go_down(b)
+        if b == self.controller:
+            self.elect_controller()
+            return
+        if self.controller >= 0:
+            self.handle_failure(b)
+
+    def go_down(self, b: int) -> None:
+        """The broker's process stops: as leader it forgets its followers' LEOs."""
         self.live.discard(b)
         self.shutting.discard(b)
         self.emit("broker_down", broker=b)
         for (_, r), known in self.view.items():
             if r == b:
                 known["remote"] = {}
-        if b == self.controller:
-            self.elect_controller()
-            return
-        if self.controller < 0:
-            return
+
+    def come_up(self, b: int) -> None:
+        """The broker's process starts: it remembers no leadership and recovers its logs."""
+        self.live.add(b)
+        self.emit("broker_up", broker=b)
+        for (_, r), known in self.view.items():
+            if r == b:
+                known.update(leader=-1, leader_epoch=-1)
+                if self.truncation == "high_watermark":
+                    self.cut(known, known["hw"])
+
+    def handle_failure(self, b: int) -> None:
+        """The controller's side of a broker failure: new leaders, the broker's replicas offline."""
         for p in sorted(self.zk_state):
             if p in self.pstate and self.zk_state[p]["leader"] == b and p[0] not in self.deleting:
                 self.move_partition(p, OFFLINE_P)
@@ -476,16 +493,28 @@ class Controller:
         self.check_broker(b)
         if b in self.live:
             raise Refused("BrokerNotAvailable", f"broker {b} is already live")
-        self.live.add(b)
-        self.emit("broker_up", broker=b)
-        for (_, r), known in self.view.items():
-            if r == b:  # a restarted broker remembers no leadership, and recovers its log to the high watermark
-                known.update(leader=-1, leader_epoch=-1)
-                if self.truncation == "high_watermark":
-                    self.cut(known, known["hw"])
+        self.come_up(b)
         if self.controller < 0:
             self.elect_controller()
             return
+        self.handle_startup(b)
+
+    def broker_bounce(self, b: int) -> None:
+        """The broker restarts and registers again before the controller looks: it handles a failure, then a start."""
+        self.check_broker(b)
+        if b not in self.live:
+            raise Refused("BrokerNotAvailable", f"broker {b} is not live")
+        if b == self.controller:
+            raise Refused("BrokerNotAvailable", f"broker {b} is the controller")
+        self.go_down(b)
+        if self.controller >= 0:
+            self.handle_failure(b)
+        self.come_up(b)
+        if self.controller >= 0:
+            self.handle_startup(b)
+
+    def handle_startup(self, b: int) -> None:
+        """The controller's side of a broker start: its replicas online, leaders where missing, work resumed."""
         for p in sorted(self.assignment):
             if b in self.assignment[p]:
                 self.move_replica(p, b, ONLINE_R)
