@@ -84,7 +84,7 @@ def choose(base: Any, wanted: tuple[str, ...] | None, user_properties: bool = Fa
             group, why = [], str(err)
         else:
             why = "the config's assignment and id-ordered rules leave no broker permutation"
-        if len(group) > 1:
+        if len(group) > 1 or group and wanted is not None:  # asked for by name: a group of one is sound, if useless
             choice.model = SymmetricModel(base, group)
             choice.applied.append("symmetry")
         else:

@@ -12,9 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kcm import flags
-from kcm.checkers import ci_formats, evidence, liveness, stopping, walk
+from kcm.checkers import ci_formats, evidence, liveness, reductions, stopping, walk
 from kcm.checkers.bounded import BadConfig, BoundedSystem, load_config
-from kcm.checkers.symmetry import SymmetricModel
 from kcm.properties import catalogue, user
 from kcm.properties.user import BadProperty
 
@@ -63,9 +62,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    default=100, help="steps per random walk at most (default: 100)")
     p.add_argument("--seed", type=flags.count(0, flags.MAX_SEED),
                    default=0, help="seed of the random walks (default: 0)")
-    p.add_argument("--symmetry", action="store_true", help="reduce by the config's interchangeable brokers")
-    p.add_argument("--symmetry-compare", action="store_true",
-                   help="with --symmetry, also run unreduced and report both counts")
+    p.add_argument("--reductions", default=reductions.DEFAULT, metavar="LIST",
+                   help="the reductions to apply: 'auto' (default: every one whose soundness argument holds for the "
+                        "config), 'none' (the full space), or a comma-separated list of "
+                        f"{', '.join(reductions.NAMES)} (an error where one is not sound)")
+    p.add_argument("--symmetry", action="store_true", help="the same as --reductions symmetry")
+    p.add_argument("--symmetry-compare", "--reductions-compare", dest="symmetry_compare", action="store_true",
+                   help="also run the full space (no reduction) on the local engine and report both counts")
     p.add_argument("--checkpoint", metavar="FILE",
                    help="write a checkpoint to FILE at level boundaries (one format: any engine resumes any other's)")
     p.add_argument("--checkpoint-every", metavar="SECONDS", type=flags.seconds(0, flags.MAX_SECONDS), default=60.0,
@@ -115,7 +118,9 @@ def _run(args: argparse.Namespace, stop: stopping.StopRequest) -> int:
         only = _only(args.only, cfg, mine)
         model = BoundedSystem(cfg)
         model.add_properties(mine, only)
-        explored = SymmetricModel(model) if args.symmetry or args.symmetry_compare else model
+        wanted = ("symmetry",) if args.symmetry else reductions.parse(args.reductions)
+        choice = reductions.choose(model, wanted, user_properties=bool(mine), exhaustive=args.walks is None)
+        explored = choice.model
     except (BadConfig, ValueError) as err:
         print(f"kcm explore: {err}", file=sys.stderr)
         return 2
@@ -141,7 +146,7 @@ def _run(args: argparse.Namespace, stop: stopping.StopRequest) -> int:
     if args.estimate is not None:
         return _estimate(args, explored, model.cfg.get("name", args.config))
     identity = checkpoint.config_identity(dict(model.cfg, user_properties=user.identity(model.properties()))
-                                          if mine else model.cfg, "symmetry" if explored is not model else "none")
+                                          if mine else model.cfg, choice.identity())
     resume = None
     try:
         checkpointer = (Checkpointer(args.checkpoint, args.checkpoint_every, identity, engine=args.engine)
@@ -190,20 +195,24 @@ def _run(args: argparse.Namespace, stop: stopping.StopRequest) -> int:
             print(f"kcm explore: {err}", file=sys.stderr)
             return 2
     if args.walks is None and not stop.acted:  # a walk sees no whole graph: its EVENTUALLY verdicts stay "not judged"
+        found = reductions.shorten(choice, found, args.max_states, stop_at)
         liveness.add_verdicts(found, model, args.max_states)
     summary = found.to_json(explored)
     summary["config"] = model.cfg.get("name", args.config)
+    summary["reductions"] = choice.to_dict()
     if stop.acted:
         assert checkpointer is not None
         summary["interrupted"] = {"reason": stop.reason, "checkpoint": str(checkpointer.path),
                                   "resume": resume_command(args, str(checkpointer.path))}
-    if explored is not model:
+    # Unreduced on the local engine: every engine the same counts.
+    if args.symmetry_compare and choice.applied and not stop.acted:
+        unreduced = (walk.walk(model, args.walks, args.depth, args.seed) if args.walks is not None
+                     else bfs.explore(model, args.max_states, stop_at=stop_at))
+        summary["reductions"]["unreduced_states"] = unreduced.distinct_states
+    if "symmetry" in choice.applied:
         summary["symmetry"] = {"group_size": len(explored.group), "reduced_states": found.distinct_states}
-        # Unreduced on the local engine: every engine reports the same counts.
-        if args.symmetry_compare and not stop.acted:
-            unreduced = (walk.walk(model, args.walks, args.depth, args.seed) if args.walks is not None
-                         else bfs.explore(model, args.max_states, stop_at=stop_at))
-            summary["symmetry"]["unreduced_states"] = unreduced.distinct_states
+        if "unreduced_states" in summary["reductions"]:
+            summary["symmetry"]["unreduced_states"] = summary["reductions"]["unreduced_states"]
     if args.out:
         folder = Path(args.out)
         try:
@@ -243,16 +252,33 @@ def _run(args: argparse.Namespace, stop: stopping.StopRequest) -> int:
         print(walk.render(summary) if args.walks is not None else _text(summary))
         for line in summary.get("warnings", ()):  # goals a complete run never reached (checkers/verdicts.py)
             print(f"  warning: {line}")
-        if "symmetry" in summary:
-            sym = summary["symmetry"]
-            unreduced = f", {sym['unreduced_states']:,} without" if "unreduced_states" in sym else ""
-            print(f"  symmetry: a group of {sym['group_size']} broker permutation(s), {sym['reduced_states']:,} "
-                  f"states reduced{unreduced}")
+        if args.walks is None:
+            print(_reductions_text(summary))
         if cov is not None and args.coverage:
             print(coverage.text(cov))
     if stop.acted:  # whatever it found so far, the run is to be resumed
         return PARTIAL
     return 1 if summary["counterexamples"] else 0 if summary["complete"] else PARTIAL
+
+
+def _reductions_text(s: dict) -> str:
+    """The reductions lines of the text summary: what was applied, with the counts, and what was refused."""
+    red = s["reductions"]
+    unreduced = f", {red['unreduced_states']:,} without" if "unreduced_states" in red else ""
+    lines = []
+    if "symmetry" in red["applied"]:
+        sym = s["symmetry"]
+        lines.append(f"  reduction symmetry: a group of {sym['group_size']} broker permutation(s), "
+                     f"{sym['reduced_states']:,} states reduced{unreduced}")
+    if "por" in red["applied"]:
+        lines.append(f"  reduction por (partial-order, persistent sets over partitions): {s['distinct_states']:,} "
+                     f"states{unreduced}")
+    if "counterexamples" in red:
+        lines.append(f"  counterexamples: {red['counterexamples']}")
+    if not red["applied"]:
+        lines.append("  reductions: none (the full space)")
+    lines += [f"  not applied: {name}: {why}" for name, why in red["refused"].items()]
+    return "\n".join(lines)
 
 
 def _only(ids: list[str] | None, cfg: dict[str, Any], mine: list[Any]) -> set[str] | None:
@@ -268,6 +294,11 @@ def _only(ids: list[str] | None, cfg: dict[str, Any], mine: list[Any]) -> set[st
     if ours:
         cfg["properties"] = ours
     return set(ids)
+
+
+def _counting(args: argparse.Namespace) -> bool:
+    """Whether the run counts its transitions for coverage (the report, --html, wants them; walks do not count)."""
+    return (args.coverage or args.html is not None) and args.walks is None
 
 
 def _estimate(args: argparse.Namespace, explored: Any, name: str) -> int:
@@ -305,11 +336,6 @@ def _duration(seconds: float) -> str:
     if seconds < 120:
         return f"{seconds:.0f} s"
     return f"{seconds / 60:.0f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
-
-
-def _counting(args: argparse.Namespace) -> bool:
-    """Whether the run counts its transitions for coverage (the report, --html, wants them; walks do not count)."""
-    return (args.coverage or args.html is not None) and args.walks is None
 
 
 PARTIAL = 3  # exit code of a run cut short by --max-states that found no violation: nothing is known to hold
@@ -350,8 +376,6 @@ def resume_command(args: argparse.Namespace, path: str) -> str:
         else:
             words += [flag, str(value)]
     return shlex.join(words + ["--resume", path])
-
-
 
 
 def _steps(n: int) -> str:
