@@ -244,3 +244,12 @@ def test_compare_results_reads_an_absent_partition_as_non_existent() -> None:
                                                    "replicas": {}})
     assert problem == "" and diffs == [{"field": "partitions.t-0.isr", "reference": [1], "adapter": [1, 2]}]
     assert conform.compare_results(ref, [])[1].startswith("malformed result document")
+
+
+def test_rules_flag_judges_every_trace_by_that_rule_set(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # OfflinePartition -> OfflinePartition is a move of Kafka's table, not of the seeds'
+    folder = _folder(tmp_path, ["kafka/psm-offline-to-offline.json"])
+    code, report = _conform(capsys, "--adapter", ADAPTER, "--scenarios", str(folder))
+    assert code == 0 and report["results"][0]["verdict"] == "conforms"
+    code, report = _conform(capsys, "--adapter", ADAPTER, "--scenarios", str(folder), "--rules", "seeds")
+    assert code == 1 and report["results"][0]["rule_id"] == "ValidTransition"
