@@ -426,7 +426,7 @@ def explore(model: Any, max_states: int | None = None, progress: ProgressFn | No
     more than `spill` states is kept encoded, its states past that many in a temporary file (`checkers/frontier.py`;
     None: every level a list of states).
     """
-    from kcm.checkers.coverage import Tally
+    from kcm.checkers.tally import Tally
 
     tally = Tally() if coverage else None
     with no_collections(), (tally.probing() if tally is not None else contextlib.nullcontext()):

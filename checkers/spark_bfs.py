@@ -490,7 +490,7 @@ def explore(model: Any, spark: Any, max_states: int | None = None, progress: Pro
     run = _Search(model, spark, parts, compact_every, coverage)
     found = run.found
     if coverage:
-        from kcm.checkers.coverage import Tally
+        from kcm.checkers.tally import Tally
 
         found.tally = Tally()
     start = time.perf_counter()

@@ -62,7 +62,7 @@ def expansion(model: Any, level: int, part: int, sink: Any, successors: bool, se
     if not coverage:
         yield from _expansion(model, level, part, sink, successors, search, state_props, step_props, batches, None)
         return
-    from kcm.checkers.coverage import Tally
+    from kcm.checkers.tally import Tally
 
     tally = Tally()
     with tally.probing():

@@ -225,7 +225,7 @@ def _serve(model: Any, conn: Any, frontier: list[tuple[int, Any]], coverage: boo
     if not coverage:
         _Worker(model, conn, frontier).run()
         return
-    from kcm.checkers.coverage import Tally
+    from kcm.checkers.tally import Tally
 
     tally = Tally()
     with tally.probing():
@@ -393,7 +393,7 @@ def explore(model: Any, workers: int, max_states: int | None = None, progress: P
     coverage counts (`coverage`) included; `stop` cuts it short as it does `bfs.search`."""
     found = Exploration(f"local, {workers} workers")
     if coverage:
-        from kcm.checkers.coverage import Tally
+        from kcm.checkers.tally import Tally
 
         found.tally = Tally()
     start = time.perf_counter()
