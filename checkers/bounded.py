@@ -98,7 +98,11 @@ def load_config(name_or_path: str) -> dict[str, Any]:
     """A config from a file path, or by name from specs/configs/; BadConfig (naming the file) if missing or
     malformed."""
     try:
-        raw = strictjson.read_bounded(config_file(name_or_path), MAX_CONFIG_BYTES)
+        path = Path(name_or_path)
+        if path.suffix == ".json" or path.exists() or not name_or_path:
+            raw = strictjson.read_bounded(path, MAX_CONFIG_BYTES)
+        else:  # read through importlib: kcm may be imported from a zip (spark-submit --py-files), with no file
+            raw = resources.files("kcm.specs").joinpath("configs", f"{name_or_path}.json").read_bytes()
     except strictjson.InputError as err:
         raise BadConfig(f"{name_or_path}: {err}") from None
     except OSError as err:
