@@ -34,21 +34,26 @@ def with_settings(base: dict[str, Any], settings: dict[str, Any]) -> dict[str, A
     return cfg
 
 
-def check_variant(v: Variant, max_states: int | None = None) -> dict[str, Any]:
-    """Explore the variant's config with the bug in and with it fixed; the row of `kcm bugs`."""
-    row: dict[str, Any] = {"name": v.name, "title": v.title, "affected": v.affected, "fixed": v.fixed,
-                           "config": config_name(v), "where": v.where}
-    try:
-        base = load_config(config_name(v))
-    except BadConfig as err:
-        # Reported as not rediscovered (with the reason), so one missing config does not hide the other rows.
-        return dict(row, rediscovered=False, fixed_clean=False, property=None, trace_length=None, states=0,
-                    seconds=0.0, scenario=None, fixed_violations=[], fixed_states=0, fixed_complete=False,
-                    fixed_seconds=0.0, error=str(err))
+def _error_row(row: dict[str, Any], err: BadConfig) -> dict[str, Any]:
+    """The row of a variant whose config cannot be read: not rediscovered, with the reason (so one missing config
+    does not hide the other rows)."""
+    return dict(row, rediscovered=False, fixed_clean=False, property=None, trace_length=None, states=0,
+                seconds=0.0, scenario=None, fixed_violations=[], fixed_states=0, fixed_complete=False,
+                fixed_seconds=0.0, error=str(err))
+
+
+def _head(v: Variant) -> dict[str, Any]:
+    return {"name": v.name, "title": v.title, "affected": v.affected, "fixed": v.fixed, "config": config_name(v),
+            "where": v.where}
+
+
+def buggy_half(v: Variant, max_states: int | None = None) -> dict[str, Any]:
+    """The bug-in half of a variant's row: explore its config with the bug in, stopped after the first level that
+    breaks one of the variant's properties (as TLC stops: the counterexample is the shortest all the same)."""
+    row: dict[str, Any] = {}
+    base = load_config(config_name(v))
     start = time.perf_counter()
     buggy = BoundedSystem(with_settings(base, v.on))
-    # Stopped after the first level that breaks one of the variant's properties, as TLC stops: the counterexample
-    # is the shortest (and canonical) all the same.
     found = bfs.explore(buggy, max_states, stop_at=v.breaks)
     broken = sorted((len(found.violations[p]), i, p) for i, p in enumerate(v.breaks) if p in found.violations)
     broken = [(n, p) for n, _i, p in broken]
@@ -68,20 +73,57 @@ def check_variant(v: Variant, max_states: int | None = None) -> dict[str, Any]:
                                         "step": len(scenario["steps"]) - 1}
         row["scenario"] = scenario
         row["evidence"] = evidence.build(buggy, row["property"], trace, None, len(scenario["steps"]) - len(trace))
-    start = time.perf_counter()
-    fixed = bfs.explore(BoundedSystem(with_settings(base, v.off)), max_states)
-    row["fixed_clean"] = fixed.complete and not fixed.violations
-    row["fixed_violations"] = sorted(fixed.violations)
-    row["fixed_states"] = fixed.distinct_states
-    row["fixed_complete"] = fixed.complete
-    row["fixed_seconds"] = round(time.perf_counter() - start, 2)
     return row
 
 
-def check_all(names: list[str] | None = None, max_states: int | None = None) -> list[dict[str, Any]]:
-    """`check_variant` for the named variants (all when none are named); KeyError on an unknown name."""
+def fixed_half(v: Variant, max_states: int | None = None) -> dict[str, Any]:
+    """The fixed half of a variant's row: explore its config with the bug fixed; clean when complete and violating
+    nothing."""
+    base = load_config(config_name(v))
+    start = time.perf_counter()
+    fixed = bfs.explore(BoundedSystem(with_settings(base, v.off)), max_states)
+    return {"fixed_clean": fixed.complete and not fixed.violations, "fixed_violations": sorted(fixed.violations),
+            "fixed_states": fixed.distinct_states, "fixed_complete": fixed.complete,
+            "fixed_seconds": round(time.perf_counter() - start, 2)}
+
+
+def check_variant(v: Variant, max_states: int | None = None) -> dict[str, Any]:
+    """Explore the variant's config with the bug in and with it fixed; the row of `kcm bugs`."""
+    try:
+        return {**_head(v), **buggy_half(v, max_states), **fixed_half(v, max_states)}
+    except BadConfig as err:
+        return _error_row(_head(v), err)
+
+
+def _half(task: tuple[str, str, int | None]) -> dict[str, Any]:
+    """One half of one variant's row (a pool's task: the variant by name, so that only names cross processes)."""
+    name, half, max_states = task
+    v = by_name(name)
+    try:
+        return (buggy_half if half == "buggy" else fixed_half)(v, max_states)
+    except BadConfig as err:
+        return _error_row(_head(v), err)
+
+
+def check_all(names: list[str] | None = None, max_states: int | None = None, jobs: int = 1) -> list[dict[str, Any]]:
+    """`check_variant` for the named variants (all when none are named), the explorations spread over `jobs`
+    processes; KeyError on an unknown name. The rows are the same whatever `jobs` is (only the seconds differ)."""
     chosen = [by_name(n) for n in names] if names else list(VARIANTS)
-    return [check_variant(v, max_states) for v in chosen]
+    if jobs <= 1 or len(chosen) == 0:
+        return [check_variant(v, max_states) for v in chosen]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    tasks = [(v.name, half, max_states) for v in chosen for half in ("buggy", "fixed")]
+    # Forked workers start at once with the catalogue and the compiled modules already imported.
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork")) as pool:
+        halves = list(pool.map(_half, tasks))
+    rows = []
+    for i, v in enumerate(chosen):
+        buggy, fixed = halves[2 * i], halves[2 * i + 1]
+        error = buggy.get("error") or fixed.get("error")
+        rows.append(_error_row(_head(v), BadConfig(error)) if error else {**_head(v), **buggy, **fixed})
+    return rows
 
 
-__all__ = ["check_all", "check_variant", "config_name", "with_settings"]
+__all__ = ["buggy_half", "check_all", "check_variant", "config_name", "fixed_half", "with_settings"]

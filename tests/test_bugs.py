@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from kcm.checkers.bug_catalogue import VARIANTS, is_switch
-from kcm.checkers.bugs import check_variant, config_name
+from kcm.checkers.bugs import check_all, check_variant, config_name
 from kcm.model import actions as A
 from kcm.model.cluster import ClusterConfig
 from kcm.model.errors import NoRequestInFlight, NotController, StaleControllerEpoch
@@ -40,6 +40,15 @@ def test_variant_rediscovered_and_fixed_clean(variant):
     committed = json.loads((GENERATED / f"{variant.name}.json").read_text())
     assert committed["steps"] == row["scenario"]["steps"]
     assert committed["expect_violation"] == row["scenario"]["expect_violation"]
+
+
+def test_the_rows_are_the_same_on_several_processes():
+    names = ["KAFKA-6082", "KAFKA-4214", "KIP-106", "KAFKA-9478"]
+
+    def timeless(rows):
+        return [{k: v for k, v in r.items() if not k.endswith("seconds")} for r in rows]
+
+    assert timeless(check_all(names, jobs=2)) == timeless(check_all(names, jobs=1))
 
 
 def test_every_catalogued_variant_with_a_config_is_listed():
