@@ -400,7 +400,7 @@ def expander(model: Any, tally: Any = None) -> Callable[[list[Any]], Iterable[Ro
     fingerprint = model.fingerprint
     successors = indexed_successors if tally is None else tally.successors
 
-    def expand_level(frontier: list[Any]) -> Iterable[Row]:
+    def expand_level(frontier: Iterable[Any]) -> Iterable[Row]:  # a list or a spilled Frontier
         nonlocal props
         for pos, state in enumerate(frontier):
             for aidx, action, nxt, effects in successors(model, state):

@@ -259,9 +259,15 @@ class UserCondition:
         except KeyboardInterrupt:
             raise
         except BaseException as err:  # noqa: BLE001 - reported, as the run goes on
-            # The predicate's own frames only: the first one is this method's call of it.
-            tb = traceback.TracebackException(type(err), err, err.__traceback__.tb_next if err.__traceback__
-                                              else None)
+            # The predicate's own frames only: from the first in its file on (the frames before are kcm's, one or
+            # more: a compiled build adds its own).
+            own = getattr(getattr(self.fn, "__code__", None), "co_filename", None)
+            frames = err.__traceback__
+            while frames is not None and frames.tb_frame.f_code.co_filename != own:
+                frames = frames.tb_next
+            if frames is None and err.__traceback__ is not None:
+                frames = err.__traceback__.tb_next
+            tb = traceback.TracebackException(type(err), err, frames)
             return "".join(tb.format()).rstrip("\n")
         if isinstance(ok, bool):
             return None
