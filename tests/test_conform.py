@@ -17,6 +17,7 @@ from kcm.checkers import conform
 from kcm.checkers.gate import library_dir
 
 from kcm.cli import main
+from tests.test_ci_formats import check_sarif
 
 ROOT = Path(__file__).resolve().parent.parent
 TOY = ROOT / "examples" / "toy_controller" / "adapter.py"
@@ -168,6 +169,7 @@ def test_hostile_adapter_gets_its_verdict(name: str, tmp_path: Path, capsys: pyt
     assert suite is not None and suite.get("name") == "conform"
     sarif = json.loads((tmp_path / "s.sarif").read_text())
     assert len(sarif["runs"][0]["results"]) == (0 if verdict == "skipped" else 1)
+    check_sarif(sarif, {rule for rule, _ in conform.FAILURE_RULES.values()})  # what GitHub code scanning takes
 
 
 def test_hang_is_killed_at_the_timeout(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
