@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import contextlib
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kcm.checkers.tally import Tally
+from kcm.checkers.tally import Tally, selectors_run
 from kcm.model.tables import RuleSet, rule_set
 
 
@@ -70,22 +70,13 @@ def table_edges(table: RuleSet, machine: str) -> list[tuple[str, str]]:
                   key=lambda e: (order.get(e[0], 99), order.get(e[1], 99)))
 
 
-@contextlib.contextmanager
-def selector_probe(cov: Coverage) -> Iterator[None]:
+def selector_probe(cov: Coverage) -> contextlib.AbstractContextManager[None]:
     """Count every selector the reference runs while the block runs (the probe is removed afterwards)."""
-    from kcm.reference import partition_machine
 
-    original = partition_machine.choose
-
-    def choose(t: Any, tp: tuple, selector: str, isr: tuple[int, ...]) -> Any:
+    def count(selector: str) -> None:
         cov.selectors[selector] += 1
-        return original(t, tp, selector, isr)
 
-    partition_machine.choose = choose
-    try:
-        yield
-    finally:
-        partition_machine.choose = original
+    return selectors_run(count)
 
 
 def of_scenarios(paths: Iterable[Path]) -> dict[str, Coverage]:

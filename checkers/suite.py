@@ -20,13 +20,12 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kcm.checkers.bounded import BadConfig, BoundedSystem, load_config
+from kcm.checkers.tally import selectors_run
 from kcm.model.interface import ALWAYS, SOMETIMES, SOMETIMES_STEP, STEP
 
 Item = tuple[str, str]  # (kind, name): ("partition_edge", "NewPartition -> OnlinePartition"), ("operation", ...)
@@ -112,24 +111,6 @@ class SuiteReport:
 
 
 # ------------------------------------------------------------------------------------------------ exploration
-
-
-@contextmanager
-def _selectors_run(into: list[str]) -> Iterator[None]:
-    """Record every leader selector the reference runs while the block runs (as the coverage report counts them)."""
-    from kcm.reference import partition_machine
-
-    original = partition_machine.choose
-
-    def choose(t: Any, tp: tuple, selector: str, isr: tuple[int, ...]) -> Any:
-        into.append(selector)
-        return original(t, tp, selector, isr)
-
-    partition_machine.choose = choose
-    try:
-        yield
-    finally:
-        partition_machine.choose = original
 
 
 def behaviour(before: Any, action: Any, after: Any, effects: Any, selectors: list[str]) -> str:
@@ -219,7 +200,7 @@ class _Graph:
         states = [init]
         self.parent, self.action, self.depth, self.tree_items, self.succ = [-1], [None], [0], [frozenset()], [[]]
         ran: list[str] = []
-        with _selectors_run(ran):
+        with selectors_run(ran.append):
             pos = 0
             while pos < len(states):
                 state, d = states[pos], self.depth[pos]

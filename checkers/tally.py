@@ -4,8 +4,28 @@ so that the engines count without importing the reports (which run explorations 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
+
+
+@contextlib.contextmanager
+def selectors_run(note: Callable[[str], Any]) -> Iterator[None]:
+    """Call `note` with each leader selector the reference runs while the block runs: a probe around its one
+    selector dispatch (`partition_machine.choose`), removed afterwards. Coverage, the engines' tallies and the
+    suite's behaviours all count selectors through it."""
+    from kcm.reference import partition_machine
+
+    original = partition_machine.choose
+
+    def choose(t: Any, tp: tuple, selector: str, isr: tuple[int, ...]) -> Any:
+        note(selector)
+        return original(t, tp, selector, isr)
+
+    partition_machine.choose = choose
+    try:
+        yield
+    finally:
+        partition_machine.choose = original
 
 
 class Tally:
@@ -48,23 +68,9 @@ class Tally:
                 self.selectors[name] = self.selectors.get(name, 0) + 1
         return out
 
-    @contextlib.contextmanager
-    def probing(self) -> Iterator[None]:
+    def probing(self) -> contextlib.AbstractContextManager[None]:
         """Note every selector the reference runs while the block runs (the probe is removed afterwards)."""
-        from kcm.reference import partition_machine
-
-        original = partition_machine.choose
-        ran = self.ran
-
-        def choose(t: Any, tp: tuple, selector: str, isr: tuple[int, ...]) -> Any:
-            ran.append(selector)
-            return original(t, tp, selector, isr)
-
-        partition_machine.choose = choose
-        try:
-            yield
-        finally:
-            partition_machine.choose = original
+        return selectors_run(self.ran.append)
 
     def take(self) -> dict[str, Any]:
         """The counts so far as JSON-ready data (op names for action types), and a fresh start."""
@@ -130,4 +136,4 @@ def _op_name(kind: Any) -> str:
     return kind.__name__
 
 
-__all__ = ["Tally"]
+__all__ = ["Tally", "selectors_run"]

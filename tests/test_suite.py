@@ -137,7 +137,8 @@ def test_behaviours_each_end_a_scenario(tmp_path):
     """With behaviours, every distinct kind of step is covered, and as the last step of a scenario (so that a
     result compared at the end sees what it did); the suite is larger than the plain one and still passes run."""
     from kcm.checkers.bounded import BoundedSystem, load_config
-    from kcm.checkers.suite import _selectors_run, behaviour
+    from kcm.checkers.suite import behaviour
+    from kcm.checkers.tally import selectors_run
     from kcm.model.actions import from_step
     from kcm.reference import api
 
@@ -153,7 +154,7 @@ def test_behaviours_each_end_a_scenario(tmp_path):
         state = model.init_states()[0]
         setup = len(model.scenario([])["steps"])
         ran: list[str] = []
-        with _selectors_run(ran):
+        with selectors_run(ran.append):
             for step in doc["steps"][setup:]:
                 before, ran[:] = state, []
                 state, effects = api.step(model.config, state, from_step(step))
