@@ -35,7 +35,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from kcm.model.interface import EVENTUALLY, ModelBase
+from kcm.checkers.reduced_model import ReducedModel
+from kcm.model.interface import EVENTUALLY
 from kcm.properties.reads import is_partition_local
 
 # Families whose actions are all global and offered on parts that no local step writes, or all local.
@@ -126,27 +127,20 @@ def why_unsound(model: Any) -> str | None:
     return None
 
 
-class PartialOrderModel(ModelBase):
+class PartialOrderModel(ReducedModel):
     """A bounded model explored through persistent sets: `actions` is the ample set of a state (module docstring)."""
 
     def __init__(self, base: Any) -> None:
-        self.base = base
-        self.cfg = base.cfg
-        self.config = base.config
+        super().__init__(base)
         self.families = base.families
         self.bounds = base.bounds
         self.tps = getattr(base, "tps", ())
-        self.reduced_states = 0  # states of this process whose expansion the reduction cut
         # The successors computed to choose the last ample set, kept for the engine's successor() calls that follow.
         self._memo_state: Any = None
         self._memo: dict[Any, Any] = {}
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self.base, name)  # everything else (scenario, expand, fair, ...) is the base model's
-
-    def init_states(self) -> Any:
-        """The base model's initial states."""
-        return self.base.init_states()
+        return getattr(self.base, name)  # what a Model does not declare (topic_steps, ...) is the base model's
 
     def actions(self, state: Any) -> list[Any]:
         """The ample set of the state: one partition's enabled actions where that is sound, else every action."""
@@ -178,8 +172,6 @@ class PartialOrderModel(ModelBase):
                         f"partial-order reduction: {action!r} changed {where}, outside partition {tp}")
                 if progress(nxt) <= here:
                     return offered  # the cycle proviso: this state is expanded in full
-            if len(enabled) < sum(len(v) for v in groups.values()):
-                self.reduced_states += 1
             return enabled
         return offered
 
@@ -188,30 +180,6 @@ class PartialOrderModel(ModelBase):
         if state is self._memo_state and action in self._memo:
             return self._memo[action]
         return self.base.successor(state, action)
-
-    def step(self, state: Any, action: Any) -> Any:
-        """The base model's step."""
-        return self.base.step(state, action)
-
-    def next_state(self, state: Any, action: Any) -> Any:
-        """The base model's next state."""
-        return self.base.next_state(state, action)
-
-    def outcome(self, state: Any, action: Any) -> Any:
-        """The base model's outcome."""
-        return self.base.outcome(state, action)
-
-    def properties(self) -> Any:
-        """The base model's properties."""
-        return self.base.properties()
-
-    def within_boundary(self, state: Any) -> bool:
-        """The base model's boundary."""
-        return self.base.within_boundary(state)
-
-    def fingerprint(self, state: Any) -> int:
-        """The base model's fingerprint (states are not merged: only transitions are left out)."""
-        return self.base.fingerprint(state)
 
 
 def local_predicate_failures(model: Any, states: Iterable[Any]) -> list[str]:

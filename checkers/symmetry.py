@@ -22,8 +22,8 @@ import itertools
 from collections.abc import Iterable
 from typing import Any
 
+from kcm.checkers.reduced_model import ReducedModel
 from kcm.checkers.verdicts import state_checks, step_checks, successors
-from kcm.model.interface import ModelBase
 from kcm.model.symmetry import Perm, rename_action, rename_cluster
 
 MAX_BROKERS = 8  # every permutation is tried; 8! = 40,320 is still quick, more is not
@@ -66,55 +66,13 @@ def symmetry_group(model: Any) -> list[Perm]:
     return group  # the identity ({}) comes first: permutations() yields the sorted order first
 
 
-class SymmetricModel(ModelBase):
+class SymmetricModel(ReducedModel):
     """A bounded model whose fingerprint identifies states that differ only by a symmetry of its group."""
 
     def __init__(self, base: Any, group: list[Perm] | None = None) -> None:
-        self.base = base
+        super().__init__(base)
         self.group = symmetry_group(base) if group is None else group
         self._renamings = [p for p in self.group if p]  # the identity is the base fingerprint itself
-        self.cfg = base.cfg
-        self.config = base.config
-
-    def init_states(self) -> list[Any]:
-        """The base model's initial states."""
-        return self.base.init_states()
-
-    def actions(self, state: Any) -> list[Any]:
-        """The base model's actions."""
-        return self.base.actions(state)
-
-    def step(self, state: Any, action: Any) -> Any:
-        """The base model's step."""
-        return self.base.step(state, action)
-
-    def next_state(self, state: Any, action: Any) -> Any:
-        """The base model's next state."""
-        return self.base.next_state(state, action)
-
-    def outcome(self, state: Any, action: Any) -> Any:
-        """The base model's outcome (its early stops at the bounds and any reduction it applies)."""
-        return self.base.outcome(state, action)
-
-    def successor(self, state: Any, action: Any) -> Any:
-        """The base model's kept successor."""
-        return self.base.successor(state, action)
-
-    def properties(self) -> list[Any]:
-        """The base model's properties."""
-        return self.base.properties()
-
-    def within_boundary(self, state: Any) -> bool:
-        """The base model's boundary."""
-        return self.base.within_boundary(state)
-
-    def scenario(self, actions: list[Any]) -> dict[str, Any]:
-        """The base model's `kcm run` scenario of a trace."""
-        return self.base.scenario(actions)
-
-    def expand(self, actions: list[Any]) -> list[Any]:
-        """The base model's steps of a trace."""
-        return self.base.expand(actions)
 
     def fingerprint(self, state: Any) -> int:
         """The smallest fingerprint among the state's renamings: one fingerprint per orbit."""
