@@ -140,6 +140,8 @@ class PartialOrderModel(ReducedModel):
         self._memo: dict[Any, Any] = {}
 
     def __getattr__(self, name: str) -> Any:
+        if name == "base":  # not set yet (unpickling, in a Spark executor): no base to ask
+            raise AttributeError(name)
         return getattr(self.base, name)  # what a Model does not declare (topic_steps, ...) is the base model's
 
     def actions(self, state: Any) -> list[Any]:

@@ -11,6 +11,7 @@ not cover are refused with a reason, and asking for the reduction there by name 
 from __future__ import annotations
 
 import json
+import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -123,13 +124,28 @@ def test_the_command_names_its_reductions_and_prints_the_full_search_counterexam
     assert "reduction por" in text.stdout and text.returncode == 1
 
 
-def test_workers_explore_the_same_reduced_space(tmp_path):
+@pytest.mark.parametrize("engine", [
+    ["--workers", "2"],
+    pytest.param(["--engine", "spark", "--master", "local[2]", "--driver-below", "0"], marks=pytest.mark.spark),
+], ids=["workers", "spark"])
+def test_other_engines_explore_the_same_reduced_space(tmp_path, engine):
+    if "spark" in engine:
+        pytest.importorskip("pyspark")
     path = write(tmp_path, SMALL)
     one = json.loads(kcm("explore", "--config", path, "--quiet", "--json").stdout)
-    two = json.loads(kcm("explore", "--config", path, "--quiet", "--json", "--workers", "2").stdout)
-    assert one["reductions"]["applied"] == two["reductions"]["applied"] == ["por"]
+    other = json.loads(kcm("explore", "--config", path, "--quiet", "--json", *engine).stdout)
+    assert one["reductions"]["applied"] == other["reductions"]["applied"] == ["por"]
     assert (one["distinct_states"], one["transitions"], one["verdicts"]) == \
-        (two["distinct_states"], two["transitions"], two["verdicts"])
+        (other["distinct_states"], other["transitions"], other["verdicts"])
+
+
+def test_the_reduced_model_travels_to_other_processes():
+    """Spark executors unpickle the model: its fallback to the base model must not ask for a base not yet set."""
+    model = por.PartialOrderModel(BoundedSystem(SMALL))
+    again = pickle.loads(pickle.dumps(model))
+    assert again.tps == model.tps and again.topic_steps == model.topic_steps
+    state = again.init_states()[0]
+    assert again.actions(state) == model.actions(state)
 
 
 @pytest.mark.parametrize("value, message", [
