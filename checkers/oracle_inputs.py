@@ -115,25 +115,18 @@ def trace_events(config: ClusterConfig, before: Cluster, action: Any, after: Clu
         events.append(ev)
     refused = _refusals(effects)
     for req in effects.requests:
-        kind = _KIND[type(req)]
-        if isinstance(req, LeaderAndIsrRequest):
-            parts = [{"partition": tp_name(req.tp), "leader": req.leader, "leader_epoch": req.leader_epoch,
-                      "isr": sorted(req.isr), "zk_version": req.zk_version, "replicas": list(req.replicas)}]
-        elif isinstance(req, StopReplicaRequest):
-            parts = [{"partition": tp_name(req.tp), "delete": req.delete}]
-        else:
-            parts = [{"partition": tp_name(tp)} for tp in req.tps]
-        common = {"request": kind, "broker": req.broker, "controller_epoch": req.controller_epoch}
-        events.append({"type": "request_sent", **common, "partitions": parts})
+        fields = _request_fields(req)
+        events.append({"type": "request_sent", **fields})
         key = (req.broker, type(req).__name__, req.controller_epoch)
         if refused[key]:
             refused[key] -= 1
-            events.append({"type": "request_received", **common, "partitions": parts, "accepted": False})
+            events.append({"type": "request_received", **fields, "accepted": False})
             continue
         if isinstance(req, LeaderAndIsrRequest) and refused[(req.broker, tp_name(req.tp))]:
             refused[(req.broker, tp_name(req.tp))] -= 1
-            parts = []  # the broker ignored the partition (not its replica, or not a newer leader epoch)
-        events.append({"type": "request_received", **common, "partitions": parts})
+            # The broker ignored the partition (not its replica, or not a newer leader epoch).
+            fields = {**fields, "partitions": []}
+        events.append({"type": "request_received", **fields})
     return events
 
 
