@@ -99,6 +99,13 @@ def search(model: Any, engine: str, expand_level: Callable[[list[Any]], Iterable
     def stop_now() -> bool:
         return should_stop(stop_at, witnesses)
 
+    def give_up_level() -> None:
+        # A level cut short by a stop request counts nothing: the checkpoint is of its start.
+        found.transitions, found.reached = transitions_before, reached_before
+        if counted_before is not None:
+            found.tally.take()
+            found.tally.merge(counted_before)
+
     stopped = stop_now()
     interrupted = False
     judged_props = props  # less the reachability goals already reached (judging them again changes nothing)
@@ -149,10 +156,7 @@ def search(model: Any, engine: str, expand_level: Callable[[list[Any]], Iterable
                     interrupted = True
                     break
         if interrupted:
-            found.transitions, found.reached = transitions_before, reached_before
-            if counted_before is not None:
-                found.tally.take()
-                found.tally.merge(counted_before)
+            give_up_level()
             break
         found.transitions += n + 1  # counted once per level, not per transition (this loop is the hot path)
         _drop_seen(visited, pending, unchecked)
@@ -178,10 +182,7 @@ def search(model: Any, engine: str, expand_level: Callable[[list[Any]], Iterable
                 if name not in witnesses and level_best.get(name, (parent, aidx)) >= (parent, aidx):
                     level_best[name] = (parent, aidx)
         if interrupted:
-            found.transitions, found.reached = transitions_before, reached_before
-            if counted_before is not None:
-                found.tally.take()
-                found.tally.merge(counted_before)
+            give_up_level()
             break
         for best, into in ((level_best, witnesses), (goal_best, found.goals)):
             for name, (parent, aidx) in best.items():
