@@ -43,8 +43,10 @@ class Choice:
 
     def full_model(self) -> Any:
         """The unreduced model under the reductions."""
+        from kcm.checkers.reduced_model import ReducedModel
+
         model = self.model
-        while hasattr(model, "base") and model is not model.base:
+        while isinstance(model, ReducedModel):
             model = model.base
         return model
 
