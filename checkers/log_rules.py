@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from typing import BinaryIO, NamedTuple
 
 from kcm.checkers import statechange_log as scl
+from kcm.model.states import PartitionState as P
 from kcm.model.strictjson import bounded_lines
 from kcm.model.tables import ORACLE_RULES, RuleSet, rule_set
 
@@ -225,6 +226,13 @@ class LogChecker:
             self._violation(ev, RULE_PARTITION_TABLE,
                             f"partition {p}: {frm} -> {to} is not a move of rule set {self.rules.name}",
                             self._before(ev))
+        if frm == P.NON_EXISTENT and to == P.NEW:
+            # A partition created (again): a deleted topic's partition of the same name had its own leader epochs,
+            # which the new znode (leader epoch 0) does not continue. As in the trace oracle, the creation is the
+            # first line that shows the old znode gone (the deletion's own decisions come after NonExistentPartition).
+            self.leader_epochs.pop(p, None)
+            for gone in [k for k in self.leaders if k[0] == p]:
+                del self.leaders[gone]
         if ev.leader_epoch is not None:
             self._leader_decision(ev, monotonic=True)
         self.partitions[p] = to

@@ -8,8 +8,8 @@ oracles be compared with the catalogue's predicates on explored states: the orac
 a property the predicates find violated (tests/test_oracles_on_explored_states.py).
 
 What the formats cannot carry is left out rather than guessed: the data plane (produce, fetch) and asynchronous
-delivery are not written (`unsupported` names why for a step), nor is a topic's deletion (the trace format has
-no event for it).
+delivery are not written (`unsupported` names why for a step), nor is a topic's deletion (its writes of a znode it
+then removes are not in a step's net changes). The golden trace of a scenario (`scenario_trace`) writes them all.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from kcm.model import actions as A
 from kcm.model.cluster import NO_LEADER, Cluster, ClusterConfig, ControllerContext, LeaderAndIsr, initial_cluster
 from kcm.model.effects import Effects, LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest
 from kcm.model.names import tp_name
-from kcm.model.states import PartitionState
 from kcm.reference import api
 
 # Steps whose moves the formats carry no event for, with the reason.
@@ -34,8 +33,8 @@ UNSUPPORTED: dict[type, str] = {
     A.IsrShrink: "the data plane (produce, fetch) is not written: a step's net log changes are no fetch events",
     A.Consume: "the data plane (produce, fetch) is not written: a step's net log changes are no fetch events",
     A.Deliver: "asynchronous delivery is not written: a request's sending and its receipt are different steps",
-    A.DeleteTopic: "a trace has no topic-deletion event: a re-created partition's znode would look like a stale "
-                   "write",
+    A.DeleteTopic: "one net write per znode: a deletion's writes of a znode it then removes would be lost, and its "
+                   "requests would carry leader epochs never written",
 }
 _KIND = {LeaderAndIsrRequest: "LeaderAndIsr", UpdateMetadataRequest: "UpdateMetadata",
          StopReplicaRequest: "StopReplica"}
@@ -307,10 +306,9 @@ def _znode_writes(before: Cluster, after: Cluster, effects: Effects,
             add(tp, lai)
     for tp, lai, _ in _written(before, after):
         found.setdefault(tp, {})[lai.zk_version] = lai  # the value the znode holds: it wins over a request's copy
-    gone = {tp for tp in found if tp not in dict(after.zk.partitions)}
-    # A znode the step deleted (its topic's deletion) is written no more: a write of it would follow its partition's
-    # move to NonExistentPartition in the trace and look like a write of a partition that is gone.
-    return [(tp, lai) for tp in sorted(found) if tp not in gone for _, lai in sorted(found[tp].items())]
+    # A znode the step deleted (its topic's deletion completed) keeps its writes: the oracle remembers a znode until
+    # its partition is created again, so the deletion's writes are judged against the znode's earlier ones.
+    return [(tp, lai) for tp in sorted(found) for _, lai in sorted(found[tp].items())]
 
 
 def golden_events(config: ClusterConfig, before: Cluster, action: Any, after: Cluster, effects: Effects,
@@ -326,12 +324,7 @@ def golden_events(config: ClusterConfig, before: Cluster, action: Any, after: Cl
               if e["type"] not in ("leader_and_isr_write", "request_sent", "request_received")]
     assignments = dict(after.zk.assignments)
     previous = dict(before.zk.partitions)
-    # A partition a topic's deletion moves to NonExistentPartition had its znode written before that move (the
-    # znode itself may stay while replicas are still to be deleted): its writes go before the step's state changes.
-    deleted = {c.subject for c in effects.state_changes
-               if c.machine == "partition" and c.to_state == PartitionState.NON_EXISTENT}
     first_change = next((i for i, e in enumerate(events) if e["type"].endswith("_state_change")), len(events))
-    early: list[dict[str, Any]] = []
     for tp, lai in _znode_writes(before, after, effects, leader_writes):
         prev = previous.get(tp)
         ev = {"type": "leader_and_isr_write", "partition": tp_name(tp), "leader": lai.leader,
@@ -349,9 +342,9 @@ def golden_events(config: ClusterConfig, before: Cluster, action: Any, after: Cl
                 ev["election"] = _ELECTION[chosen[1]]
             elif isinstance(action, A.PreferredElection):
                 ev["election"] = "preferred"
-        (early if tp_name(tp) in deleted else events).append(ev)
+        events.append(ev)
         previous[tp] = lai
-    events[first_change:first_change] = _data_events(action, before, after) + early
+    events[first_change:first_change] = _data_events(action, before, after)
     if config.delivery == "sync":
         return events + [e for e in trace_events(config, before, action, after, effects)
                          if e["type"] in ("request_sent", "request_received")]

@@ -547,9 +547,12 @@ class Replay:
         if not self.rules.allows_partition(cur, ev["to"]):
             return f"ValidTransition: partition table: {cur} -> {ev['to']} not allowed by rule set {self.rules.name}"
         self.partitions[key] = ev["to"]
-        if ev["to"] == PartitionState.NON_EXISTENT:
-            # The topic's deletion removed the partition's znode: a partition of that name created again starts a
-            # new znode (zkVersion 0, leader epoch 0), which no rule compares with the deleted one.
+        if cur == PartitionState.NON_EXISTENT and ev["to"] == PartitionState.NEW:
+            # A partition is created (again): its topic's znode did not exist, so whatever the trace said of a
+            # partition of that name belonged to a deleted topic. The deletion's own writes (the replicas taken
+            # offline shrink the ISR) come after the move to NonExistentPartition, and the znode's removal when the
+            # deletion completes is no event: the creation is the first event that shows the old znode gone. The
+            # new znode starts again (zkVersion 0, leader epoch 0) and no rule compares it with the deleted one.
             self.zk.pop(key, None)
             for gone in [k for k in self.epoch_leader if k[0] == key]:
                 del self.epoch_leader[gone]

@@ -155,6 +155,24 @@ def test_leader_epoch_and_one_leader_per_epoch():
     assert (two.first_violation.line, two.first_violation.rule) == (2, "OneLeaderPerEpoch")
 
 
+def test_a_partition_created_again_after_its_deletion_starts_from_leader_epoch_0():
+    def send(leader: int, epoch: int) -> str:
+        return _ctl(f"Sending become-leader LeaderAndIsr request PartitionState(controllerEpoch=3, leader={leader}, "
+                    f"leaderEpoch={epoch}, isr={leader}, zkVersion=0, replicas=1,2, isNew=false) to broker 1 "
+                    f"for partition t-0")
+
+    def move(a: str, b: str) -> str:
+        return _ctl(f"Changed partition t-0 state from {a} to {b}")
+
+    deleted = (send(1, 4) + move("OnlinePartition", "OfflinePartition")
+               + move("OfflinePartition", "NonExistentPartition") + send(-1, 5))
+    assert _check(deleted + move("NonExistentPartition", "NewPartition") + send(2, 0)).ok
+    # without the creation, epoch 0 is a step back, and the deletion's own decisions are judged too
+    for tail, line in ((send(2, 0), 5), (send(1, 3), 5)):
+        r = _check(deleted + tail)
+        assert (r.first_violation.line, r.first_violation.rule) == (line, "LeaderEpochMonotone")
+
+
 def test_violation_after_the_detection_window_is_found():
     line = _ctl("Changed state of replica 1 for partition t-0 from OnlineReplica to OnlineReplica")
     n = DETECTION_WINDOW + 7

@@ -239,3 +239,34 @@ def test_isr_within_ar_is_judged_on_znodes_not_on_requests():
     assert check(LEGAL + [write(1, 1, [0, 1], 1, replicas=[0, 1]), moved]).ok
     bad = check(LEGAL + [write(1, 1, [0, 1], 1, replicas=[1])])
     assert bad.line == 7 and bad.rule.startswith("LeaderInIsrInAr (leader-and-ISR write): ISR [0, 1] is not within")
+
+
+def _move(a, b):
+    return {"type": "partition_state_change", "partition": "t-0", "from": a, "to": b}
+
+
+# Kafka's deletion order: the partitions go offline and then NonExistentPartition; only afterwards are the replicas
+# taken offline, each removal shrinking the ISR of the znode, which is deleted when the deletion completes (no event)
+DELETED = LEGAL + [_move("OnlinePartition", "OfflinePartition"), _move("OfflinePartition", "NonExistentPartition"),
+                   write(-1, 1, [1], 1), write(-1, 2, [1], 2)]
+
+
+def test_a_topic_created_again_after_its_deletion_starts_a_new_znode():
+    again = DELETED + [_move("NonExistentPartition", "NewPartition"), write(0, 0, [0, 1], 0, replicas=[0, 1]),
+                       _move("NewPartition", "OnlinePartition"), lai(0, 1, 0, 0, [0, 1])]
+    assert check(again).ok
+    # the znode's old leaders are forgotten with it: epoch 0 may have another leader in the new topic
+    assert check(DELETED + [_move("NonExistentPartition", "NewPartition"), write(1, 0, [1, 0], 0)]).ok
+
+
+def test_epochs_going_back_are_caught_around_a_deletion():
+    # during the deletion the znode still exists: its writes may not go back
+    v = check(DELETED + [write(-1, 1, [1], 3)])
+    assert v.line == 11 and v.rule == "LeaderEpochMonotone: t-0 leader epoch 1 after 2"
+    # without a creation, epoch 0 after the deletion's writes is a step back, not a new topic
+    v = check(DELETED + [write(0, 0, [0, 1], 3)])
+    assert v.line == 11 and v.rule.startswith("LeaderEpochMonotone: t-0 leader epoch 0 after 2")
+    # and the new topic's own epochs are judged from its creation on
+    again = DELETED + [_move("NonExistentPartition", "NewPartition"), write(0, 0, [0, 1], 0), write(1, 1, [1], 1)]
+    v = check(again + [write(0, 0, [0], 2)])
+    assert v.line == 14 and v.rule == "LeaderEpochMonotone: t-0 leader epoch 0 after 1"

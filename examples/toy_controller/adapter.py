@@ -58,14 +58,6 @@ def unsupported(doc: dict[str, Any]) -> str:
     ops = {step.get("op") for step in doc.get("steps", [])}
     for op in sorted(ops - SUPPORTED_OPS):
         return f"operation {op}"
-    deleted: set[str] = set()
-    for step in doc.get("steps", []):
-        if step.get("op") == "delete_topic":
-            deleted.add(step.get("topic"))
-        elif step.get("op") == "create_topic" and step.get("topic") in deleted:
-            # Its ISR writes during the deletion follow the partitions' move to NonExistentPartition, and the
-            # trace has no event that says the znode is gone: the new topic's epoch 0 would read as going back.
-            return f"creating topic {step.get('topic')} again after its deletion"
     return ""
 
 
