@@ -19,6 +19,7 @@ from kcm.checkers import statechange_log as scl
 from kcm.model.states import PartitionState as P
 from kcm.model.strictjson import bounded_lines
 from kcm.model.tables import ORACLE_RULES, RuleSet, rule_set
+from kcm.properties import catalogue
 
 # --kafka-version values and the format family each one's lines come in (1.x spans both: 1.0 wrote the legacy
 # messages, 1.1 introduced the prefixed ones).
@@ -41,33 +42,8 @@ RULE_ONE_LEADER_PER_EPOCH = "OneLeaderPerEpoch"
 # The catalogue properties (kcm.properties.catalogue) a state-change log can break, judged under their ids.
 JUDGED = frozenset({RULE_PARTITION_TABLE, RULE_REPLICA_TABLE, RULE_CONTROLLER_EPOCH, RULE_BROKER_STALE_EPOCH,
                     RULE_LEADER_EPOCH, RULE_ONE_LEADER_PER_EPOCH})
-_NOT_LOGGED = "the state-change log does not record "
-# Every other catalogue id, with why a state-change log cannot show it.
-NOT_JUDGED: dict[str, str] = {
-    "LeaderInIsrInAr": _NOT_LOGGED + "AR with every leader-and-ISR line, so ISR within AR cannot be judged",
-    "ElectedLeaderRecorded": "the log's leader-and-ISR lines are the record of elected leaders itself",
-    "OneLiveLeaderPerEpoch": _NOT_LOGGED + "which broker acts as leader between requests",
-    "NoBrokerAheadOfZk": _NOT_LOGGED + "/controller_epoch itself, only the epochs controllers and brokers print",
-    "ZkEpochFencing": _NOT_LOGGED + "ZooKeeper's conditional writes",
-    "CleanElection": _NOT_LOGGED + "which selector chose a leader, nor always the ISR before",
-    "ReassignmentArIsUnion": _NOT_LOGGED + "reassignment state (OAR, RAR)",
-    "ArShrinksLast": _NOT_LOGGED + "reassignment state (OAR, RAR)",
-    "ReassignmentEndsComplete": _NOT_LOGGED + "reassignment state (OAR, RAR)",
-    "ReassignmentsTracked": _NOT_LOGGED + "reassignment state (OAR, RAR)",
-    "DeletionStatesOnlyWhileDeleting": _NOT_LOGGED + "the topic deletion queue",
-    "DeletedTopicsLeaveNothing": _NOT_LOGGED + "ZooKeeper's content",
-    "DeletionProgress": _NOT_LOGGED + "the topic deletion queue",
-    "ControllerCacheMatchesZk": _NOT_LOGGED + "ZooKeeper's content",
-    "LivenessView": _NOT_LOGGED + "ZooKeeper's content",
-    "ReplicasFollowZk": "a log may stop anywhere, with requests still to come",
-    "ControllerActive": "a log may stop anywhere, with requests still to come",
-    **dict.fromkeys(("AckedRecordsSurvive", "ConsumedRecordsSurvive", "LogsAgreeBelowHw", "LeaderHwMonotone",
-                     "IsrJoinsReachEpochStart"), _NOT_LOGGED + "the data plane (records, LEO, HW)"),
-    **dict.fromkeys(("SomeLeaderMoved", "SomePartitionOffline", "SomeControllerFailover", "SomeReassignmentCompletes",
-                     "SomeTopicDeletionCompletes", "SomeStaleRequestRefused", "SomeRecordAcked", "SomeRecordConsumed",
-                     "ReassignmentsFinish", "DeletionsFinish", "ProducesResolve", "ReplicasLearnLeaders"),
-                    "not a safety rule: one finite log cannot break a reachability goal or a liveness property"),
-}
+# Every other catalogue id, with why a state-change log cannot show it (declared with each property).
+NOT_JUDGED: dict[str, str] = catalogue.not_judged("log")
 WARN_MISSED = "missed-transition"
 
 # What each judged rule reads, as (counters one of which must be non-zero, why not when none is): a log that holds

@@ -22,6 +22,7 @@ import jsonschema
 from kcm.model import strictjson
 from kcm.model.states import PartitionState, ReplicaState
 from kcm.model.tables import RuleSet
+from kcm.properties import catalogue
 
 NO_LEADER = -1
 _UNKNOWN = "?"  # a state machine's state a newly elected controller initialised without logging it
@@ -31,32 +32,8 @@ JUDGED = frozenset({
     "LeaderInIsrInAr", "OneLeaderPerEpoch", "LeaderHwMonotone", "ControllerEpochMonotone", "ValidTransition",
     "ZkEpochFencing", "LeaderEpochMonotone", "CleanElection", "EpochFencing", "NoBrokerAheadOfZk",
 })
-_NOT_IN_TRACES = "a trace carries no "
-# Every other catalogue id, with why a trace cannot show it.
-NOT_JUDGED: dict[str, str] = {
-    "ElectedLeaderRecorded": "the trace's leader-and-ISR writes are the record of elected leaders itself",
-    "OneLiveLeaderPerEpoch": "a broker's own leadership is judged by what it applies (LeaderEpochFencing, "
-                             "EpochFencing); a trace does not say which broker acts as leader between requests",
-    "ReassignmentArIsUnion": _NOT_IN_TRACES + "reassignment state (OAR, RAR)",
-    "ArShrinksLast": _NOT_IN_TRACES + "reassignment state (OAR, RAR)",
-    "ReassignmentEndsComplete": _NOT_IN_TRACES + "reassignment state (OAR, RAR)",
-    "ReassignmentsTracked": _NOT_IN_TRACES + "reassignment state (OAR, RAR)",
-    "DeletionStatesOnlyWhileDeleting": _NOT_IN_TRACES + "topic deletion events",
-    "DeletedTopicsLeaveNothing": _NOT_IN_TRACES + "topic deletion events",
-    "DeletionProgress": _NOT_IN_TRACES + "topic deletion events",
-    "ControllerCacheMatchesZk": _NOT_IN_TRACES + "separate controller cache: the trace is one view",
-    "LivenessView": _NOT_IN_TRACES + "separate controller cache: the trace is one view",
-    "ReplicasFollowZk": "a trace may stop anywhere, with requests still to come",
-    "ControllerActive": "a trace may stop anywhere, with requests still to come",
-    "AckedRecordsSurvive": _NOT_IN_TRACES + "record contents or acknowledgements, only offsets",
-    "ConsumedRecordsSurvive": _NOT_IN_TRACES + "record contents or acknowledgements, only offsets",
-    "LogsAgreeBelowHw": _NOT_IN_TRACES + "record contents or acknowledgements, only offsets",
-    "IsrJoinsReachEpochStart": _NOT_IN_TRACES + "epoch start offsets",
-    **dict.fromkeys(("SomeLeaderMoved", "SomePartitionOffline", "SomeControllerFailover", "SomeReassignmentCompletes",
-                     "SomeTopicDeletionCompletes", "SomeStaleRequestRefused", "SomeRecordAcked", "SomeRecordConsumed",
-                     "ReassignmentsFinish", "DeletionsFinish", "ProducesResolve", "ReplicasLearnLeaders"),
-                    "not a safety rule: one finite trace cannot break a reachability goal or a liveness property"),
-}
+# Every other catalogue id, with why a trace cannot show it (declared with each property: kcm.properties.facts).
+NOT_JUDGED: dict[str, str] = catalogue.not_judged("trace")
 # What a trace must say consistently about itself, beyond the catalogue's properties: id -> meaning.
 TRACE_ONLY: dict[str, str] = {
     "TraceConsistent": "a state change starts from the state the trace left, and a broker goes up or down in turn",

@@ -12,11 +12,21 @@ from kcm.model.actions import Deliver, Reassign, Replicate
 from kcm.model.cluster import NO_LEADER, Cluster, Reassignment
 from kcm.model.effects import Effects, LeaderAndIsrRequest
 from kcm.model.fmap import get, search
-from kcm.model.interface import ALWAYS, SOMETIMES, SOMETIMES_STEP, STEP, Property, find, named
+from kcm.model.interface import ALWAYS, SOMETIMES, SOMETIMES_STEP, STEP, Property, find
 from kcm.model.states import PartitionState, ReplicaState
+from kcm.properties.facts import (
+    LOG_NO,
+    NO_CONTROLLER_CACHE,
+    NO_DELETION_QUEUE,
+    NO_REASSIGNMENT_STATE,
+    STOPS_ANYWHERE,
+    declared_in,
+    rule,
+)
 from kcm.properties.reads import partition_local, reads
 
 
+@rule("LeaderInIsrInAr", ALWAYS, log=LOG_NO + "AR with every leader-and-ISR line, so ISR within AR cannot be judged")
 @partition_local()
 @reads("zk.assignments", "zk.partitions")
 def leader_in_isr_in_ar(model: Any, state: Cluster) -> bool:
@@ -39,9 +49,12 @@ def leader_in_isr_in_ar(model: Any, state: Cluster) -> bool:
     return True
 
 
+@rule("ElectedLeaderRecorded", ALWAYS,
+      trace="the trace's leader-and-ISR writes are the record of elected leaders itself",
+      log="the log's leader-and-ISR lines are the record of elected leaders itself")
 @partition_local()
 @reads("ghost.elected", "zk.partitions")
-def elected_leaders_are_recorded(model: Any, state: Cluster) -> bool:
+def elected_leader_recorded(model: Any, state: Cluster) -> bool:
     """The leader in every partition znode is the one elected for that leader epoch."""
     elected = state.ghost.elected  # every election so far: looked up, not copied into a dict
     for (topic, part), lai in state.zk.partitions:
@@ -50,9 +63,12 @@ def elected_leaders_are_recorded(model: Any, state: Cluster) -> bool:
     return True
 
 
+@rule("OneLiveLeaderPerEpoch", ALWAYS, log=LOG_NO + "which broker acts as leader between requests",
+      trace="a broker's own leadership is judged by what it applies (LeaderEpochFencing, EpochFencing); a trace "
+            "does not say which broker acts as leader between requests")
 @partition_local()
 @reads("replicas", "brokers")
-def live_leaders_agree_on_epochs(model: Any, state: Cluster) -> bool:
+def one_live_leader_per_epoch(model: Any, state: Cluster) -> bool:
     """No two live brokers act as leader of one partition in the same leader epoch."""
     seen: dict[tuple, int] = {}
     brokers = dict(state.brokers)
@@ -66,6 +82,7 @@ def live_leaders_agree_on_epochs(model: Any, state: Cluster) -> bool:
     return True
 
 
+@rule("OneLeaderPerEpoch", STEP)
 @partition_local()
 def one_leader_per_epoch(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
     """A leader epoch, once given to a leader, is never given to another (at most one leader per epoch)."""
@@ -79,8 +96,9 @@ def one_leader_per_epoch(model: Any, before: Cluster, action: Any, after: Cluste
     return True
 
 
+@rule("LeaderEpochMonotone", STEP)
 @partition_local()
-def leader_epochs_never_go_back(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
+def leader_epoch_monotone(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
     """A partition znode's leader epoch never decreases while the partition exists."""
     if after.zk.partitions is before.zk.partitions:
         return True  # the step wrote no partition znode
@@ -92,6 +110,7 @@ def leader_epochs_never_go_back(model: Any, before: Cluster, action: Any, after:
     return True
 
 
+@rule("ControllerEpochMonotone", STEP)
 @partition_local()
 def controller_epoch_monotone(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
     """/controller_epoch and every broker's newest accepted controller epoch never decrease."""
@@ -117,8 +136,9 @@ def controller_epoch_monotone(model: Any, before: Cluster, action: Any, after: C
     return True
 
 
+@rule("EpochFencing", STEP)
 @partition_local()
-def brokers_refuse_stale_epochs(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
+def epoch_fencing(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
     """No broker applies a LeaderAndIsr older than the newest controller epoch it has accepted."""
     if not effects.requests or after.replicas is before.replicas:
         return True  # nothing sent, or no broker applied anything
@@ -142,9 +162,11 @@ def brokers_refuse_stale_epochs(model: Any, before: Cluster, action: Any, after:
     return True
 
 
+@rule("NoBrokerAheadOfZk", ALWAYS,
+      log=LOG_NO + "/controller_epoch itself, only the epochs controllers and brokers print")
 @partition_local()
 @reads("brokers", "zk.controller_epoch")
-def no_broker_ahead_of_zookeeper(model: Any, state: Cluster) -> bool:
+def no_broker_ahead_of_zk(model: Any, state: Cluster) -> bool:
     """No broker has accepted a controller epoch that /controller_epoch never reached."""
     epoch = state.zk.controller_epoch
     for _, b in state.brokers:
@@ -153,6 +175,7 @@ def no_broker_ahead_of_zookeeper(model: Any, state: Cluster) -> bool:
     return True
 
 
+@rule("ReassignmentArIsUnion", ALWAYS, **NO_REASSIGNMENT_STATE)
 @partition_local()
 @reads("zk.assignments", "ctx.reassignments")
 def reassignment_ar_is_union(model: Any, state: Cluster) -> bool:
@@ -164,8 +187,9 @@ def reassignment_ar_is_union(model: Any, state: Cluster) -> bool:
     return True
 
 
+@rule("ArShrinksLast", STEP, **NO_REASSIGNMENT_STATE)
 @partition_local()
-def ar_shrinks_only_last(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
+def ar_shrinks_last(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
     """A replica of the original assignment leaves AR only in the last step of a reassignment (RAR in the ISR);
     a replica that was only in an abandoned target may leave when the reassignment is replaced."""
     if after.zk.assignments is before.zk.assignments:
@@ -202,8 +226,9 @@ def ar_shrinks_only_last(model: Any, before: Cluster, action: Any, after: Cluste
     return True
 
 
+@rule("ValidTransition", STEP)
 @partition_local()
-def moves_follow_the_table(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
+def valid_transition(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
     """Every partition and replica state change a step logs is a move of the active rule set's table."""
     if not effects.state_changes:
         return True
@@ -217,6 +242,7 @@ def moves_follow_the_table(model: Any, before: Cluster, action: Any, after: Clus
     return True
 
 
+@rule("DeletionStatesOnlyWhileDeleting", ALWAYS, **NO_DELETION_QUEUE)
 @partition_local()
 @reads("ctx.topics_to_delete", "ctx.replica_states")
 def deletion_states_only_while_deleting(model: Any, state: Cluster) -> bool:
@@ -234,6 +260,7 @@ def deletion_states_only_while_deleting(model: Any, state: Cluster) -> bool:
     return True
 
 
+@rule("DeletedTopicsLeaveNothing", ALWAYS, trace=NO_DELETION_QUEUE["trace"], log=LOG_NO + "ZooKeeper's content")
 @partition_local("deletion", "topic_creation")
 @reads("zk.assignments", "ctx.topics_to_delete", "ctx.controller_id", "ctx.partition_states", "ctx.replica_states")
 def deleted_topics_leave_nothing(model: Any, state: Cluster) -> bool:
@@ -250,8 +277,9 @@ def deleted_topics_leave_nothing(model: Any, state: Cluster) -> bool:
     return True
 
 
+@rule("CleanElection", STEP, log=LOG_NO + "which selector chose a leader, nor always the ISR before")
 @partition_local()
-def clean_elections(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
+def clean_election(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
     """With unclean leader election off, every newly elected leader was in the partition's ISR before.
 
     A fetch (`replicate`) is judged by the ISR it leaves: in one such step followers join the ISR and a
@@ -273,8 +301,9 @@ def clean_elections(model: Any, before: Cluster, action: Any, after: Cluster, ef
     return True
 
 
+@rule("ZkEpochFencing", STEP, log=LOG_NO + "ZooKeeper's conditional writes")
 @partition_local()
-def zk_writes_fenced(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
+def zk_epoch_fencing(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
     """Only the controller of the newest epoch elects: a znode whose leader epoch changes carries that epoch.
 
     A write that keeps the leader epoch is a leader's own ISR update, so it keeps the leader too: a new leader in
@@ -294,6 +323,7 @@ def zk_writes_fenced(model: Any, before: Cluster, action: Any, after: Cluster, e
     return True
 
 
+@rule("ControllerCacheMatchesZk", ALWAYS, **NO_CONTROLLER_CACHE)
 @partition_local()
 @reads("ctx.controller_id", "zk.partitions", "ctx.leadership")
 def controller_cache_matches_zk(model: Any, state: Cluster) -> bool:
@@ -331,6 +361,7 @@ def replicas_act_on_znode(state: Cluster, judged: Any, wait_for_inflight: bool =
     return True
 
 
+@rule("LivenessView", ALWAYS, **NO_CONTROLLER_CACHE)
 @partition_local()
 @reads("brokers", "replicas", "inflight", "zk.delete_topics", "zk.partitions")
 def liveness_view(model: Any, state: Cluster) -> bool:
@@ -343,6 +374,7 @@ def liveness_view(model: Any, state: Cluster) -> bool:
     return replicas_act_on_znode(state, lambda tp, lai: lai.isr)
 
 
+@rule("ReplicasFollowZk", ALWAYS, **STOPS_ANYWHERE)
 @partition_local()
 @reads("brokers", "replicas", "inflight", "zk.delete_topics", "zk.partitions", "zk.assignments")
 def replicas_follow_zk(model: Any, state: Cluster) -> bool:
@@ -355,6 +387,7 @@ def replicas_follow_zk(model: Any, state: Cluster) -> bool:
     return replicas_act_on_znode(state, lambda tp, lai: assignments.get(tp, ()))
 
 
+@rule("ControllerActive", ALWAYS, **STOPS_ANYWHERE)
 @partition_local()
 @reads("brokers", "zk.controller", "ctx.controller_id")
 def controller_active(model: Any, state: Cluster) -> bool:
@@ -365,6 +398,7 @@ def controller_active(model: Any, state: Cluster) -> bool:
     return state.zk.controller in live and state.ctx.controller_id == state.zk.controller
 
 
+@rule("ReassignmentEndsComplete", STEP, **NO_REASSIGNMENT_STATE)
 @partition_local()
 def reassignment_ends_complete(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
     """A reassignment leaves /admin/reassign_partitions only when AR is its target (or the topic is gone).
@@ -383,6 +417,7 @@ def reassignment_ends_complete(model: Any, before: Cluster, action: Any, after: 
     return True
 
 
+@rule("ReassignmentsTracked", ALWAYS, **NO_REASSIGNMENT_STATE)
 @partition_local()
 @reads("ctx.controller_id", "zk.assignments", "zk.reassign_partitions", "ctx.reassignments")
 def reassignments_tracked(model: Any, state: Cluster) -> bool:
@@ -396,9 +431,10 @@ def reassignments_tracked(model: Any, state: Cluster) -> bool:
     return pending == {tp for tp, _ in state.ctx.reassignments}
 
 
+@rule("DeletionProgress", ALWAYS, **NO_DELETION_QUEUE)
 @partition_local("deletion", "topic_creation")
 @reads("ctx.controller_id", "brokers", "ctx.reassignments", "ctx.topics_to_delete", "ctx.assignments")
-def deletion_progresses(model: Any, state: Cluster) -> bool:
+def deletion_progress(model: Any, state: Cluster) -> bool:
     """With a controller active, a topic stays queued for deletion only while a replica's broker is down
     (or one of its partitions is being reassigned): otherwise its deletion has finished."""
     if state.ctx.controller_id < 0 or not state.ctx.topics_to_delete:
@@ -414,6 +450,7 @@ def deletion_progresses(model: Any, state: Cluster) -> bool:
 
 # -- reachability: a model that never reaches these is broken ---------------------------------
 
+@rule("SomeLeaderMoved", SOMETIMES)
 @partition_local()
 @reads("zk.partitions")
 def some_leader_moved(model: Any, state: Cluster) -> bool:
@@ -421,6 +458,7 @@ def some_leader_moved(model: Any, state: Cluster) -> bool:
     return any(lai.leader_epoch > 0 for _, lai in state.zk.partitions)
 
 
+@rule("SomePartitionOffline", SOMETIMES)
 @partition_local()
 @reads("ctx.partition_states")
 def some_partition_offline(model: Any, state: Cluster) -> bool:
@@ -428,6 +466,7 @@ def some_partition_offline(model: Any, state: Cluster) -> bool:
     return any(s == PartitionState.OFFLINE for _, s in state.ctx.partition_states)
 
 
+@rule("SomeControllerFailover", SOMETIMES)
 @partition_local()
 @reads("zk.controller_epoch")
 def some_controller_failover(model: Any, state: Cluster) -> bool:
@@ -435,6 +474,7 @@ def some_controller_failover(model: Any, state: Cluster) -> bool:
     return state.zk.controller_epoch > 1
 
 
+@rule("SomeReassignmentCompletes", SOMETIMES_STEP, needs=("reassignment",))
 @partition_local()
 def some_reassignment_completes(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
     """Some step completes a reassignment: AR becomes its target and the request leaves ZooKeeper."""
@@ -446,6 +486,7 @@ def some_reassignment_completes(model: Any, before: Cluster, action: Any, after:
     return any(tp not in pending and new.get(tp) == tuple(t) != old.get(tp) for tp, t in targets.items())
 
 
+@rule("SomeTopicDeletionCompletes", SOMETIMES_STEP, needs=("deletion",))
 @partition_local()
 def some_topic_deletion_completes(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
     """Some step finishes deleting a topic (it leaves the deletion queue with nothing left in ZooKeeper)."""
@@ -453,6 +494,9 @@ def some_topic_deletion_completes(model: Any, before: Cluster, action: Any, afte
     return any(t not in after.ctx.topics_to_delete and t not in remaining for t in before.ctx.topics_to_delete)
 
 
+@rule("SomeStaleRequestRefused", SOMETIMES_STEP, needs=("delivery:async",),
+      ignored_requests="it judges the very deliveries the reduction folds into the step before them (a broker "
+                       "refusing a stale request)")
 @partition_local()
 def some_stale_request_refused(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
     """Some broker receives a request of an older controller epoch than it has accepted (and refuses it)."""
@@ -463,36 +507,7 @@ def some_stale_request_refused(model: Any, before: Cluster, action: Any, after: 
                for r in effects.requests)
 
 
-PROPERTIES: list[Property] = [
-    named("LeaderInIsrInAr", ALWAYS, leader_in_isr_in_ar),
-    named("ElectedLeaderRecorded", ALWAYS, elected_leaders_are_recorded),
-    named("OneLiveLeaderPerEpoch", ALWAYS, live_leaders_agree_on_epochs),
-    named("OneLeaderPerEpoch", STEP, one_leader_per_epoch),
-    named("LeaderEpochMonotone", STEP, leader_epochs_never_go_back),
-    named("ControllerEpochMonotone", STEP, controller_epoch_monotone),
-    named("EpochFencing", STEP, brokers_refuse_stale_epochs),
-    named("NoBrokerAheadOfZk", ALWAYS, no_broker_ahead_of_zookeeper),
-    named("ReassignmentArIsUnion", ALWAYS, reassignment_ar_is_union),
-    named("ArShrinksLast", STEP, ar_shrinks_only_last),
-    named("ValidTransition", STEP, moves_follow_the_table),
-    named("DeletionStatesOnlyWhileDeleting", ALWAYS, deletion_states_only_while_deleting),
-    named("DeletedTopicsLeaveNothing", ALWAYS, deleted_topics_leave_nothing),
-    named("CleanElection", STEP, clean_elections),
-    named("ZkEpochFencing", STEP, zk_writes_fenced),
-    named("ControllerCacheMatchesZk", ALWAYS, controller_cache_matches_zk),
-    named("LivenessView", ALWAYS, liveness_view),
-    named("ReplicasFollowZk", ALWAYS, replicas_follow_zk),
-    named("ControllerActive", ALWAYS, controller_active),
-    named("ReassignmentEndsComplete", STEP, reassignment_ends_complete),
-    named("ReassignmentsTracked", ALWAYS, reassignments_tracked),
-    named("DeletionProgress", ALWAYS, deletion_progresses),
-    named("SomeLeaderMoved", SOMETIMES, some_leader_moved),
-    named("SomePartitionOffline", SOMETIMES, some_partition_offline),
-    named("SomeControllerFailover", SOMETIMES, some_controller_failover),
-    named("SomeReassignmentCompletes", SOMETIMES_STEP, some_reassignment_completes),
-    named("SomeTopicDeletionCompletes", SOMETIMES_STEP, some_topic_deletion_completes),
-    named("SomeStaleRequestRefused", SOMETIMES_STEP, some_stale_request_refused),
-]
+PROPERTIES: list[Property] = declared_in(globals())
 
 
 def by_name(name: str) -> Property:

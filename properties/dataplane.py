@@ -12,8 +12,10 @@ from typing import Any
 
 from kcm.model.cluster import Cluster
 from kcm.model.effects import Effects
-from kcm.model.interface import ALWAYS, SOMETIMES, STEP, Property, find, named
+from kcm.model.interface import ALWAYS, SOMETIMES, STEP, Property, find
 from kcm.model.logs import epoch_start_offset, leader_log
+from kcm.model.names import replica_name, tp_name
+from kcm.properties.facts import NO_RECORDS, TRACE_NO, declared_in, rule
 from kcm.properties.reads import partition_local, reads
 
 
@@ -28,6 +30,19 @@ def _missing(state: Cluster, records: Any) -> list[tuple]:
     return out
 
 
+def lost_acked(state: Cluster) -> list[dict[str, Any]]:
+    """The acknowledged records missing from their acting leader's log, for a report."""
+    return [{"partition": tp_name(tp), "offset": o, "leader_epoch": e, "lost": "not in the acting leader's log"}
+            for tp, o, e in _missing(state, state.ghost.acked)]
+
+
+def lost_consumed(state: Cluster) -> list[dict[str, Any]]:
+    """The consumed records missing from their acting leader's log, for a report."""
+    return [{"partition": tp_name(tp), "offset": o, "leader_epoch": e, "lost": "consumed, then not in the leader's log"}
+            for tp, o, e in _missing(state, state.ghost.consumed)]
+
+
+@rule("AckedRecordsSurvive", ALWAYS, offenders=lost_acked, **NO_RECORDS)
 @partition_local()
 @reads("ghost.acked", "zk.partitions", "replicas", "brokers")
 def acked_records_survive(model: Any, state: Cluster) -> bool:
@@ -35,6 +50,7 @@ def acked_records_survive(model: Any, state: Cluster) -> bool:
     return not _missing(state, state.ghost.acked)
 
 
+@rule("ConsumedRecordsSurvive", ALWAYS, offenders=lost_consumed, **NO_RECORDS)
 @partition_local()
 @reads("ghost.consumed", "zk.partitions", "replicas", "brokers")
 def consumed_records_survive(model: Any, state: Cluster) -> bool:
@@ -68,6 +84,13 @@ def _pair_up(tp: tuple, reps: list[tuple[int, Any]], out: list[tuple]) -> None:
             out.append((tp, a, b, next(o for o in range(limit) if da.log[o] != db.log[o])))
 
 
+def diverged(state: Cluster) -> list[dict[str, Any]]:
+    """The pairs of replicas whose logs differ below both HWs, for a report."""
+    return [{"partition": tp_name(tp), "replicas": [replica_name(tp, a), replica_name(tp, b)], "offset": o}
+            for tp, a, b, o in divergent_replicas(state)]
+
+
+@rule("LogsAgreeBelowHw", ALWAYS, offenders=diverged, **NO_RECORDS)
 @partition_local()
 @reads("replicas")
 def logs_agree_below_hw(model: Any, state: Cluster) -> bool:
@@ -82,6 +105,7 @@ def _leaders(state: Cluster) -> dict[tuple, tuple[int, int, int]]:
             if data.leader == broker and brokers[broker].alive}
 
 
+@rule("LeaderHwMonotone", STEP, log=NO_RECORDS["log"])
 @partition_local()
 def leader_hw_monotone(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
     """A leader's HW never goes backwards while it leads in one leader epoch."""
@@ -103,6 +127,7 @@ def leader_hw_monotone(model: Any, before: Cluster, action: Any, after: Cluster,
     return True
 
 
+@rule("IsrJoinsReachEpochStart", STEP, trace=TRACE_NO + "epoch start offsets", log=NO_RECORDS["log"])
 @partition_local()
 def isr_joins_reach_epoch_start(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
     """A follower the leader lets into the ISR had fetched up to the start offset of the leader's epoch (KAFKA-7128).
@@ -128,6 +153,7 @@ def isr_joins_reach_epoch_start(model: Any, before: Cluster, action: Any, after:
     return True
 
 
+@rule("SomeRecordAcked", SOMETIMES, needs=("data_plane",))
 @partition_local()
 @reads("ghost.acked")
 def some_record_acked(model: Any, state: Cluster) -> bool:
@@ -135,6 +161,7 @@ def some_record_acked(model: Any, state: Cluster) -> bool:
     return bool(state.ghost.acked)
 
 
+@rule("SomeRecordConsumed", SOMETIMES, needs=("consume",))
 @partition_local()
 @reads("ghost.consumed")
 def some_record_consumed(model: Any, state: Cluster) -> bool:
@@ -151,15 +178,7 @@ def holds_by_design(config: Any) -> bool:
     return config.truncation == "kip320" and not config.unclean_leader_election
 
 
-PROPERTIES: list[Property] = [
-    named("AckedRecordsSurvive", ALWAYS, acked_records_survive),
-    named("ConsumedRecordsSurvive", ALWAYS, consumed_records_survive),
-    named("LogsAgreeBelowHw", ALWAYS, logs_agree_below_hw),
-    named("LeaderHwMonotone", STEP, leader_hw_monotone),
-    named("IsrJoinsReachEpochStart", STEP, isr_joins_reach_epoch_start),
-    named("SomeRecordAcked", SOMETIMES, some_record_acked),
-    named("SomeRecordConsumed", SOMETIMES, some_record_consumed),
-]
+PROPERTIES: list[Property] = declared_in(globals())
 
 
 def by_name(name: str) -> Property:

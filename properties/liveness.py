@@ -12,9 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 from kcm.model.cluster import Cluster
-from kcm.model.interface import EVENTUALLY, Property, named
+from kcm.model.interface import EVENTUALLY, Property
 from kcm.model.logs import leader_log
 from kcm.properties.controller import replicas_act_on_znode
+from kcm.properties.facts import declared_in, rule
 from kcm.properties.reads import reads
 
 
@@ -23,6 +24,8 @@ def _up(state: Cluster) -> set[int]:
     return {b for b, s in state.brokers if s.alive and not s.shutting_down}
 
 
+# `needs` data_plane: without follower fetches nothing catches up, so every run would look stuck.
+@rule("ReassignmentsFinish", EVENTUALLY, needs=("data_plane",))
 @reads("brokers", "zk.partitions", "ctx.reassignments")
 def reassignments_finish(model: Any, state: Cluster) -> bool:
     """Every reassignment in flight finishes, unless a broker of its target is down or the partition has no leader."""
@@ -31,6 +34,7 @@ def reassignments_finish(model: Any, state: Cluster) -> bool:
     return all(tp not in led or not set(r.target) <= up for tp, r in state.ctx.reassignments)
 
 
+@rule("DeletionsFinish", EVENTUALLY)
 @reads("brokers", "ctx.assignments", "ctx.topics_to_delete")
 def deletions_finish(model: Any, state: Cluster) -> bool:
     """Every topic queued for deletion is deleted, unless a broker holding one of its replicas is down."""
@@ -39,12 +43,14 @@ def deletions_finish(model: Any, state: Cluster) -> bool:
                for topic in state.ctx.topics_to_delete)
 
 
+@rule("ProducesResolve", EVENTUALLY, needs=("data_plane",))
 @reads("ghost.pending", "zk.partitions", "replicas", "brokers")
 def produces_resolve(model: Any, state: Cluster) -> bool:
     """Every acks=all produce is acknowledged or fails, unless its partition has no acting leader."""
     return all(leader_log(state, tp) is None for tp, _ in state.ghost.pending)
 
 
+@rule("ReplicasLearnLeaders", EVENTUALLY)
 @reads("brokers", "replicas", "zk.delete_topics", "zk.partitions")
 def replicas_learn_leaders(model: Any, state: Cluster) -> bool:
     """Every live ISR member of a partition with a leader acts on the znode's leader and leader epoch (topics being
@@ -52,9 +58,4 @@ def replicas_learn_leaders(model: Any, state: Cluster) -> bool:
     return replicas_act_on_znode(state, lambda tp, lai: lai.isr, wait_for_inflight=False)
 
 
-PROPERTIES: list[Property] = [
-    named("ReassignmentsFinish", EVENTUALLY, reassignments_finish),
-    named("DeletionsFinish", EVENTUALLY, deletions_finish),
-    named("ProducesResolve", EVENTUALLY, produces_resolve),
-    named("ReplicasLearnLeaders", EVENTUALLY, replicas_learn_leaders),
-]
+PROPERTIES: list[Property] = declared_in(globals())

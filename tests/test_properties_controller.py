@@ -38,8 +38,8 @@ def test_leader_in_isr_in_ar():
 
 
 def test_elected_leader_recorded():
-    assert pc.elected_leaders_are_recorded(MODEL, _state())
-    assert not pc.elected_leaders_are_recorded(MODEL, _state(elected=1))
+    assert pc.elected_leader_recorded(MODEL, _state())
+    assert not pc.elected_leader_recorded(MODEL, _state(elected=1))
 
 
 def test_one_leader_per_epoch_refuses_a_second_leader_in_the_same_epoch():
@@ -52,8 +52,8 @@ def test_one_leader_per_epoch_refuses_a_second_leader_in_the_same_epoch():
 
 
 def test_leader_epochs_never_go_back():
-    assert pc.leader_epochs_never_go_back(MODEL, _state(epoch=1), None, _state(epoch=2), Effects())
-    assert not pc.leader_epochs_never_go_back(MODEL, _state(epoch=2), None, _state(epoch=1), Effects())
+    assert pc.leader_epoch_monotone(MODEL, _state(epoch=1), None, _state(epoch=2), Effects())
+    assert not pc.leader_epoch_monotone(MODEL, _state(epoch=2), None, _state(epoch=1), Effects())
 
 
 def test_controller_epoch_monotone_and_fencing():
@@ -62,17 +62,17 @@ def test_controller_epoch_monotone_and_fencing():
     assert pc.controller_epoch_monotone(MODEL, a, None, a, Effects())
     assert not pc.controller_epoch_monotone(MODEL, a, None, b, Effects())
     fenced = a._replace(brokers=tuple((i, s._replace(controller_epoch=2)) for i, s in a.brokers))
-    assert not pc.no_broker_ahead_of_zookeeper(MODEL, fenced)
-    assert pc.no_broker_ahead_of_zookeeper(MODEL, a)
+    assert not pc.no_broker_ahead_of_zk(MODEL, fenced)
+    assert pc.no_broker_ahead_of_zk(MODEL, a)
 
 
 def test_zk_writes_fenced_refuses_a_new_leader_written_in_an_old_leader_epoch():
     before = _state(leader=0, epoch=1, isr=(0, 1))
     shrink = _state(leader=0, epoch=1, isr=(0,))  # a leader's own ISR update: same leader, same leader epoch
-    assert pc.zk_writes_fenced(MODEL, before, None, shrink, Effects())
-    assert pc.zk_writes_fenced(MODEL, before, None, _state(leader=1, epoch=2), Effects())
+    assert pc.zk_epoch_fencing(MODEL, before, None, shrink, Effects())
+    assert pc.zk_epoch_fencing(MODEL, before, None, _state(leader=1, epoch=2), Effects())
     # A zombie's election that no zkVersion check stopped: leader 1 in leader epoch 1, which leader 0 had.
-    assert not pc.zk_writes_fenced(MODEL, before, None, _state(leader=1, epoch=1, isr=(0, 1)), Effects())
+    assert not pc.zk_epoch_fencing(MODEL, before, None, _state(leader=1, epoch=1, isr=(0, 1)), Effects())
 
 
 def test_epoch_fencing_catches_a_broker_applying_a_stale_request():
@@ -86,9 +86,9 @@ def test_epoch_fencing_catches_a_broker_applying_a_stale_request():
     after = t2.commit()[0]
     stale = Effects((LeaderAndIsrRequest(1, TP, 1, 1, (0, 1, 2), (0, 1, 2), 1, 1),))
     fresh = Effects((LeaderAndIsrRequest(1, TP, 1, 1, (0, 1, 2), (0, 1, 2), 2, 1),))
-    assert not pc.brokers_refuse_stale_epochs(MODEL, before, None, after, stale)
-    assert pc.brokers_refuse_stale_epochs(MODEL, before, None, after, fresh)
-    assert pc.brokers_refuse_stale_epochs(MODEL, before, None, before, stale)
+    assert not pc.epoch_fencing(MODEL, before, None, after, stale)
+    assert pc.epoch_fencing(MODEL, before, None, after, fresh)
+    assert pc.epoch_fencing(MODEL, before, None, before, stale)
 
 
 def test_ar_shrinks_only_as_the_last_step_of_a_reassignment():
@@ -100,10 +100,10 @@ def test_ar_shrinks_only_as_the_last_step_of_a_reassignment():
     plain = _state()
     assert pc.reassignment_ar_is_union(MODEL, during)
     assert not pc.reassignment_ar_is_union(MODEL, early)
-    assert pc.ar_shrinks_only_last(MODEL, during, None, done, Effects())
-    assert not pc.ar_shrinks_only_last(MODEL, during, None, early, Effects())
-    assert not pc.ar_shrinks_only_last(MODEL, during, None, not_in_isr, Effects())
-    assert not pc.ar_shrinks_only_last(MODEL, plain, None, _state(ar=(0, 1), isr=(0, 1)), Effects())
+    assert pc.ar_shrinks_last(MODEL, during, None, done, Effects())
+    assert not pc.ar_shrinks_last(MODEL, during, None, early, Effects())
+    assert not pc.ar_shrinks_last(MODEL, during, None, not_in_isr, Effects())
+    assert not pc.ar_shrinks_last(MODEL, plain, None, _state(ar=(0, 1), isr=(0, 1)), Effects())
 
 
 def test_a_replica_only_in_an_abandoned_target_leaves_when_the_reassignment_is_replaced():
@@ -112,11 +112,11 @@ def test_a_replica_only_in_an_abandoned_target_leaves_when_the_reassignment_is_r
     during = _state(ar=first.replicas, isr=(0, 1), reassign=first)
     replaced = _state(ar=second.replicas, isr=(0, 1), reassign=second)
     replace = Reassign(TP, (1, 3))
-    assert pc.ar_shrinks_only_last(MODEL, during, replace, replaced, Effects())
+    assert pc.ar_shrinks_last(MODEL, during, replace, replaced, Effects())
     # 2 leaving while [1, 2] is still the target in force, or an original replica (0) leaving early, are not allowed.
-    assert not pc.ar_shrinks_only_last(MODEL, during, None, _state(ar=(1, 0), isr=(0, 1), reassign=first), Effects())
+    assert not pc.ar_shrinks_last(MODEL, during, None, _state(ar=(1, 0), isr=(0, 1), reassign=first), Effects())
     dropped_original = _state(ar=(1, 3), isr=(0, 1), reassign=second)
-    assert not pc.ar_shrinks_only_last(MODEL, during, replace, dropped_original, Effects())
+    assert not pc.ar_shrinks_last(MODEL, during, replace, dropped_original, Effects())
 
 
 def test_moves_follow_the_table_of_the_active_rules():
@@ -125,11 +125,11 @@ def test_moves_follow_the_table_of_the_active_rules():
     kafka_only = Effects(state_changes=(StateChange("replica", "t-0@1", "OfflineReplica",
                                                     "ReplicaDeletionIneligible"),))
     s = _state()
-    assert pc.moves_follow_the_table(MODEL, s, None, s, ok)
-    assert not pc.moves_follow_the_table(MODEL, s, None, s, bad)
-    assert not pc.moves_follow_the_table(MODEL, s, None, s, kafka_only)
+    assert pc.valid_transition(MODEL, s, None, s, ok)
+    assert not pc.valid_transition(MODEL, s, None, s, bad)
+    assert not pc.valid_transition(MODEL, s, None, s, kafka_only)
     kafka = SimpleNamespace(config=CONFIG._replace(rules="kafka"))
-    assert pc.moves_follow_the_table(kafka, s, None, s, kafka_only)
+    assert pc.valid_transition(kafka, s, None, s, kafka_only)
 
 
 def test_deletion_states_only_for_topics_being_deleted():
