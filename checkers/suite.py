@@ -17,19 +17,27 @@ whole graph when it has no cycle; otherwise of the BFS DAG, the transitions from
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import time
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kcm.checkers.bounded import BadConfig, BoundedSystem, load_config
 from kcm.checkers.tally import selectors_run
-from kcm.model.interface import ALWAYS, SOMETIMES, SOMETIMES_STEP, STEP
+from kcm.model import actions as A
+from kcm.model.interface import ALWAYS, SOMETIMES, SOMETIMES_STEP, STEP, UNCHANGED
+from kcm.reference import selectors
 
+LAST_ONLY = frozenset({"behaviour", "operation_edge"})  # items a path covers only with its last step
+_PLURAL = {"operation_edge": "table edges by operation", "selector_branch": "selector branches",
+           "no_op": "no-op steps"}
 Item = tuple[str, str]  # (kind, name): ("partition_edge", "NewPartition -> OnlinePartition"), ("operation", ...)
-KINDS = ("partition_edge", "replica_edge", "operation", "selector", "goal", "violation", "behaviour")
+KINDS = ("partition_edge", "replica_edge", "operation", "operation_edge", "selector", "selector_branch", "no_op",
+         "goal", "violation", "behaviour")
 # The whole graph is held in memory (about 1.2 KB a state on `controller`): a larger config is refused, not tried.
 MAX_SUITE_STATES = 1_000_000
 
@@ -105,12 +113,60 @@ class SuiteReport:
             if kind == "behaviour" and not c["reachable"]:
                 continue  # not asked for
             table = f"; the table has {c['in_table']}" if "in_table" in c else ""
-            lines.append(f"  {kind.replace('_', ' ')}s: {c['covered']} of {c['reachable']} reachable covered "
+            plural = _PLURAL.get(kind, kind.replace("_", " ") + "s")
+            lines.append(f"  {plural}: {c['covered']} of {c['reachable']} reachable covered "
                          f"({c['percent']:g}%{table})")
         return "\n".join(lines)
 
 
 # ------------------------------------------------------------------------------------------------ exploration
+
+
+def _count(n: int) -> str:
+    return "no" if n == 0 else "one" if n == 1 else "several"
+
+
+def selector_branch(selector: str, ar: Sequence[int], isr: Collection[int], live: Collection[int],
+                    shutting_down: Collection[int] = ()) -> str:
+    """The class of inputs a leader selector ran on, named by what decides its choice: how many replicas it may
+    pick (none, one, several: where first and last differ), and for the offline selector whether a live replica
+    outside the ISR is left (which only an unclean election may take), for the preferred one why the first replica
+    may or may not lead."""
+    if selector == selectors.PREFERRED:
+        first = ar[0] if ar else None
+        why = ("the preferred replica is down" if first not in live else "the preferred replica is live, in the ISR"
+               if first in isr else "the preferred replica is live, out of the ISR")
+        return f"{selector}: {why}"
+    barred = set(shutting_down)
+    eligible = [b for b in ar if b in live and b in isr and b not in barred]
+    name = f"{selector}: {_count(len(eligible))} live ISR replica{'s' * (len(eligible) != 1)} to choose from"
+    if selector == selectors.OFFLINE and not eligible and any(b in live and b not in isr for b in ar):
+        name += ", a live replica outside the ISR"
+    return name
+
+
+@contextlib.contextmanager
+def _branches_run(note: Callable[[str], Any]) -> Iterator[None]:
+    """Call `note` with the branch (`selector_branch`) of each leader selector the reference runs in the block: a
+    probe around the four pure selectors, which get every input the branch is named by."""
+    originals = {name: getattr(selectors, name) for name in selectors.NAMES}
+
+    def probe(name: str) -> Callable[..., Any]:
+        original = originals[name]
+
+        def run(ar: Sequence[int], isr: Collection[int], live: Collection[int], *more: Any) -> Any:
+            shutting = more[0] if name == selectors.CONTROLLED_SHUTDOWN and more else ()
+            note(selector_branch(name, ar, isr, live, shutting))
+            return original(ar, isr, live, *more)
+        return run
+
+    try:
+        for name in selectors.NAMES:
+            setattr(selectors, name, probe(name))
+        yield
+    finally:
+        for name, original in originals.items():
+            setattr(selectors, name, original)
 
 
 def behaviour(before: Any, action: Any, after: Any, effects: Any, selectors: list[str]) -> str:
@@ -174,10 +230,14 @@ class _Graph:
             self.items.append(item)
         return found
 
-    def _effect_items(self, effects: Any) -> set[int]:
+    def _effect_items(self, effects: Any, op: str) -> set[int]:
+        """The table edges a step logged, each also with the operation that made it: the same move is a different
+        code path in another operation (a replica taken offline by a controlled shutdown, by a failure)."""
         out = set()
         for c in effects.state_changes:
+            edge = f"{c.machine[0]}: {c.from_state} -> {c.to_state}"
             out.add(self._id((f"{c.machine}_edge", f"{c.from_state} -> {c.to_state}")))
+            out.add(self._id(("operation_edge", f"{op} {edge}")))
         return out
 
     def _explore(self, max_states: int) -> None:
@@ -200,23 +260,31 @@ class _Graph:
         states = [init]
         self.parent, self.action, self.depth, self.tree_items, self.succ = [-1], [None], [0], [frozenset()], [[]]
         ran: list[str] = []
-        with selectors_run(ran.append):
+        branches: list[str] = []
+        # A preferred election that would change nothing is never offered (it is no transition), yet it is a step
+        # a controller must get right: its selector runs and must leave the partition be. Tried in every state.
+        idle_preferred = A.PreferredElection() if "preferred" in getattr(model, "families", ()) else None
+        with selectors_run(ran.append), _branches_run(branches.append):
             pos = 0
             while pos < len(states):
                 state, d = states[pos], self.depth[pos]
                 targets = self.succ[pos]
-                for action in model.actions(state):
+                offered = model.actions(state)
+                for action in offered:
                     ran.clear()
+                    branches.clear()
                     found = model.successor(state, action)
                     if found is None:
                         continue
                     nxt, effects = found
                     self.transitions += 1
-                    items = self._effect_items(effects)
-                    items.add(self._id(("operation", action.to_step()["op"])))
+                    op = action.to_step()["op"]
+                    items = self._effect_items(effects, op)
+                    items.add(self._id(("operation", op)))
                     if self.behaviours:
                         items.add(self._id(("behaviour", behaviour(state, action, nxt, effects, ran))))
                     items |= {self._id(("selector", s)) for s in ran}
+                    items |= {self._id(("selector_branch", b)) for b in branches}
                     for p in step_props:
                         holds = p.condition(model, state, action, nxt, effects)
                         if p.expectation == STEP and not holds:
@@ -247,8 +315,23 @@ class _Graph:
                     for item in frozen:
                         if item not in self.first and item not in self.setup:
                             self.first[item] = (pos, action, frozen, target if tree else -1)
+                if idle_preferred is not None and not any(type(a) is A.PreferredElection for a in offered):
+                    self._no_op(pos, state, idle_preferred, branches)
                 states[pos] = None  # a state's successors are known: only its links are kept
                 pos += 1
+
+    def _no_op(self, pos: int, state: Any, action: Any, branches: list[str]) -> None:
+        """Cover a step the explorer does not offer because it changes nothing: its branches and itself (`no_op`),
+        as a path's last step (it leads nowhere new). A step the reference refuses is not a no-op."""
+        branches.clear()
+        kind, _ = self.model.outcome(state, action)
+        if kind != UNCHANGED:
+            return
+        items = frozenset({self._id(("no_op", action.to_step()["op"]))}
+                          | {self._id(("selector_branch", b)) for b in branches})
+        for item in items:
+            if item not in self.first and item not in self.setup:
+                self.first[item] = (pos, action, items, -1)
 
     def _state_items(self, state: Any, props: list[Any]) -> set[int]:
         out = set()
@@ -277,11 +360,10 @@ class _Graph:
         covered = set(self.setup) | last
         for s in states:
             covered |= self.tree_items[s]
-        if self.behaviours:
-            # A behaviour counts only as the path's last step: a conforming run is compared with the reference's
-            # result at its end, and later steps could undo what a wrong step did before it is seen.
-            covered -= {i for s in states for i in self.tree_items[s]
-                        if self.items[i][0] == "behaviour" and i not in last}
+        # A behaviour, or a table edge of an operation, counts only as the path's last step: a conforming run is
+        # compared with the reference's result at its end, and later steps could undo what a wrong step did before
+        # it is seen (a broker that a controlled shutdown wrongly kept in the ISR leaves it when it then fails).
+        covered -= {i for s in states for i in self.tree_items[s] if self.items[i][0] in LAST_ONLY and i not in last}
         # A path is named by its transitions: a tree link by its target, another transition by its source and step.
         end = target if target >= 0 else ("x", source, json.dumps(action.to_step(), sort_keys=True))
         return tuple(states) + (end,), frozenset(covered), [self.action[s] for s in states] + [action]
@@ -345,7 +427,7 @@ def _choose(graph: _Graph) -> list[tuple[list[Any], frozenset[int], list[Item], 
     longer: dict[int, list[Item]] = {}  # chosen index -> the items of the prefixes it replaces
     dropped = set()
     for i, (key, _, _, why, prop) in enumerate(chosen):
-        if prop is not None or any(kind == "behaviour" for kind, _ in why):
+        if prop is not None or any(kind in LAST_ONLY for kind, _ in why):
             continue  # a violation's scenario ends where it breaks; a behaviour's ends with it (see candidate)
         ext = [j for j, (other, *_rest) in enumerate(chosen) if len(other) > len(key) and other[:len(key)] == key]
         if ext:
@@ -361,8 +443,9 @@ _OWN_FILE = re.compile(r"[0-9]{3}-[A-Za-z0-9-]+(\.trace\.jsonl|\.json)")  # the 
 
 def _slug(item: Item) -> str:
     kind, name = item
-    short = {"partition_edge": "p", "replica_edge": "r", "operation": "op", "selector": "sel", "goal": "goal",
-             "violation": "violates", "behaviour": "b"}[kind]
+    short = {"partition_edge": "p", "replica_edge": "r", "operation": "op", "operation_edge": "op-edge",
+             "selector": "sel", "selector_branch": "branch", "no_op": "noop", "goal": "goal", "violation": "violates",
+             "behaviour": "b"}[kind]
     return (short + "-" + _SLUG.sub("-", name.replace(" -> ", "-to-"))).strip("-")[:80]
 
 

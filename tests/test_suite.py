@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from kcm.checkers import coverage
 from kcm.checkers.scenario import read_file, run
-from kcm.checkers.suite import KINDS, SuiteError, _Graph, generate_suite
+from kcm.checkers.suite import KINDS, LAST_ONLY, SuiteError, _Graph, generate_suite, selector_branch
 
 from kcm.cli import main
 
@@ -66,11 +66,46 @@ def test_every_scenario_passes_run_and_really_covers(controller):
     assert {k for k, v in d["selectors"].items() if v} == set(controller.reachable["selector"])
 
 
-def test_no_scenario_is_a_prefix_of_another(controller):
+def test_no_scenario_is_a_prefix_of_another_unless_kept_for_its_last_step(controller):
     steps = [read_file(p)["steps"] for p in controller.scenarios]
     for i, a in enumerate(steps):
+        last_only = any(c.split(":", 1)[0] in LAST_ONLY for c in controller.covers[i])
         for j, b in enumerate(steps):
-            assert i == j or len(a) >= len(b) or b[:len(a)] != a, (controller.scenarios[i], controller.scenarios[j])
+            if i != j and len(a) < len(b) and b[:len(a)] == a:
+                assert last_only, (controller.scenarios[i], controller.scenarios[j])
+
+
+def test_selector_branches_and_the_no_op_preferred_election(controller):
+    """Each selector branch the graph reaches is covered, and a preferred election that changes nothing (which
+    the explorer never offers) ends a scenario: run without that step, the reference's result is the same."""
+    assert controller.covered["selector_branch"] == controller.reachable["selector_branch"]
+    assert "preferred: the preferred replica is live, out of the ISR" in controller.reachable["selector_branch"]
+    assert "offline: no live ISR replicas to choose from, a live replica outside the ISR" in \
+        controller.reachable["selector_branch"]
+    assert controller.covered["no_op"] == ["preferred_election"]
+    (path,) = [p for p, why in zip(controller.scenarios, controller.covers, strict=True)
+               if "no_op: preferred_election" in why]
+    doc = read_file(path)
+    assert doc["steps"][-1]["op"] == "preferred_election"
+    shorter = dict(doc, steps=doc["steps"][:-1])
+    del shorter["expect"]
+    assert run(shorter).result == run(doc).result
+    # and a table edge of an operation counts only as a scenario's last step
+    for p, why in zip(controller.scenarios, controller.covers, strict=True):
+        ops = {w.split(": ", 1)[1].split(" ", 1)[0] for w in why if w.startswith("operation_edge: ")}
+        assert ops <= {read_file(p)["steps"][-1]["op"]}, (p, ops)
+
+
+def test_selector_branch_names_what_decides_the_choice():
+    assert selector_branch("offline", [0, 1, 2], [0, 1, 2], [1, 2]) == \
+        "offline: several live ISR replicas to choose from"
+    assert selector_branch("offline", [0, 1], [0], [1]) == \
+        "offline: no live ISR replicas to choose from, a live replica outside the ISR"
+    assert selector_branch("controlled_shutdown", [0, 1], [0, 1], [0, 1], [0]) == \
+        "controlled_shutdown: one live ISR replica to choose from"
+    assert selector_branch("preferred", [0, 1], [1], [0, 1]) == \
+        "preferred: the preferred replica is live, out of the ISR"
+    assert selector_branch("preferred", [0, 1], [0, 1], [1]) == "preferred: the preferred replica is down"
 
 
 def test_golden_traces_written_next_to_scenarios_are_valid(controller):
