@@ -32,37 +32,19 @@ from kcm.model.interface import (
 )
 from kcm.model.txn import OutOfBounds, Txn, draft_has, draft_lookup
 from kcm.model.variants import SWITCHES, known_switch
-from kcm.properties import controller as controller_properties
-from kcm.properties import dataplane as dataplane_properties
-from kcm.properties import liveness as liveness_properties
+from kcm.properties import catalogue
 from kcm.reference import api, dataplane, partition_machine, preferred, reassignment, selectors
 from kcm.reference.context import has_controller
 
 FAMILIES = ("broker_failure", "controlled_shutdown", "controller_failover", "reassignment", "preferred",
             "data_plane", "acks_one", "consume", "deletion", "topic_creation", "zombie_controller", "fast_bounce",
             "session_expiry")
-# Properties that mean something only with one of these families on. A reachability goal is left out of a config
-# that names no properties ("delivery:async": a broker meets a stale controller epoch only in a `deliver` step);
-# an EVENTUALLY property named without them is a BadConfig.
-REACHED_ONLY_WITH = {
-    "SomeReassignmentCompletes": {"reassignment"},
-    "SomeTopicDeletionCompletes": {"deletion"},
-    "SomeStaleRequestRefused": {"delivery:async"},
-    "SomeRecordAcked": {"data_plane"},
-    "SomeRecordConsumed": {"consume"},
-    # EVENTUALLY properties: without follower fetches nothing catches up, so every run would look stuck
-    "ReassignmentsFinish": {"data_plane"},
-    "ProducesResolve": {"data_plane"},
-}
 FAIR_ACTIONS = (A.Replicate, A.Deliver, A.IsrShrink)
 # The only steps in which a partition leader writes its own view of the znode (`dataplane._write_isr`).
 LEADER_ISR_WRITES = (A.Replicate, A.IsrShrink)
 # Sound reductions a config may ask for (`reductions`; argued in docs/exploration.md). "ignored_requests": a request
 # at the head of a queue whose delivery would change nothing but that queue is delivered at once, inside the step.
 REDUCTIONS = ("ignored_requests",)
-# The one property that judges such a delivery itself (a broker refusing a stale request): the reduction folds
-# those deliveries into the step before, so it cannot be judged under it.
-JUDGES_IGNORED_DELIVERIES = ("SomeStaleRequestRefused",)
 _BOUNDS = {"max_failures": 1, "max_restarts": 1, "max_controller_epoch": 2, "max_leader_epoch": 3, "max_records": 1,
            "reassign_targets": [], "max_inflight": 6}
 
@@ -145,11 +127,11 @@ def validate_config(cfg: Any) -> None:
         unknown = [b for b in target if b not in brokers]
         if unknown:
             raise BadConfig(f"$.bounds.reassign_targets[{i}]: brokers {unknown} are not in brokers {brokers}")
-    names = {p.name for p in all_properties()}
+    names = set(catalogue.ids())
     for i, name in enumerate(cfg.get("properties", [])):
         if name not in names:
             raise BadConfig(f"$.properties[{i}]: unknown property {strictjson.cut(name)}")
-    goals = {p.name for p in all_properties() if p.expectation in (SOMETIMES, SOMETIMES_STEP)}
+    goals = {p.name for p in catalogue.CATALOGUE if p.expectation in (SOMETIMES, SOMETIMES_STEP)}
     for name in cfg.get("unreached_goals", {}):
         if name not in goals:
             raise BadConfig(f"$.unreached_goals: {strictjson.cut(name)} is not a reachability goal; goals: "
@@ -162,11 +144,11 @@ def validate_config(cfg: Any) -> None:
         if cfg.get("variants"):
             raise BadConfig("$.reductions: ignored_requests is argued for the model's own fencing rules; a config "
                             "with variant switches cannot use it")
+        left_out = catalogue.not_judged("ignored_requests")
         for i, name in enumerate(cfg.get("properties", [])):
-            kind = next(p.expectation for p in all_properties() if p.name == name)
-            if kind == EVENTUALLY or name in JUDGES_IGNORED_DELIVERIES:
-                raise BadConfig(f"$.properties[{i}]: {name} cannot be judged under reductions ignored_requests "
-                                f"(it keeps the safety verdicts and the state goals only)")
+            if name in left_out:
+                raise BadConfig(f"$.properties[{i}]: {name} cannot be judged under reductions ignored_requests: "
+                                f"{left_out[name]}")
     _check_topics(cfg)
 
 
@@ -178,7 +160,7 @@ def cluster_config(cfg: dict[str, Any]) -> ClusterConfig:
         min_insync_replicas=cfg.get("min_insync_replicas", 1),
         truncation=cfg.get("truncation", "high_watermark"),
         variants=tuple(cfg.get("variants", ())), delivery=cfg.get("delivery", "sync"),
-        zombie_controller="zombie_controller" in cfg.get("families", ()))
+        zombie_controller="zombie_controller" in cfg.get("families", ()), grain=cfg.get("grain", "coarse"))
 
 
 def _create_steps(topics: dict[str, Any]) -> list[A.CreateTopic]:
@@ -195,12 +177,6 @@ def _check_topics(cfg: dict[str, Any]) -> None:
             state, _ = api.step(config, state, action)
     except KcmError as err:
         raise BadConfig(f"$.topics: {err.name}: {err.message}") from None
-
-
-def all_properties() -> list[Property]:
-    """Every named property of the properties modules."""
-    return (list(controller_properties.PROPERTIES) + list(dataplane_properties.PROPERTIES)
-            + list(liveness_properties.PROPERTIES))
 
 
 def preferred_election_is_idle(config: ClusterConfig, state: Cluster, t: Txn | None = None) -> bool:
@@ -243,6 +219,7 @@ class BoundedSystem(ModelBase):
         self.config = cluster_config(cfg)
         self.families = set(cfg.get("families", []))
         self._fold_ignored = "ignored_requests" in cfg.get("reductions", ())
+        self._left_out = catalogue.not_judged("ignored_requests") if self._fold_ignored else {}
         self._applied = _AppliedDeliveries()  # deliveries seen to change more than their queue (deliver_ignored)
         # Only a leader's own ISR writes add zkVersions without a new leader epoch (see kcm.model.canonical).
         self._leader_isr_writes = "data_plane" in self.families
@@ -256,18 +233,18 @@ class BoundedSystem(ModelBase):
         # A config that names its properties gets exactly those; one that names none gets every property it can
         # reach (a reachability goal of a family that is off would only print a "never reached" that means nothing)
         # except the EVENTUALLY ones, whose check keeps the whole graph (checkers/liveness.py): those are named.
-        self._properties = [p for p in all_properties() if p.name in wanted or not wanted and self.can_reach(p.name)
-                            and p.expectation != EVENTUALLY]
+        self._properties = [p for p in catalogue.CATALOGUE if p.name in wanted
+                            or not wanted and self.can_reach(p.name) and p.expectation != EVENTUALLY]
         for p in self._properties:
             if p.expectation == EVENTUALLY and not self.can_reach(p.name):
-                raise BadConfig(f"properties: {p.name} needs the families {sorted(REACHED_ONLY_WITH[p.name])} "
+                raise BadConfig(f"properties: {p.name} needs the families {sorted(catalogue.facts(p.name).needs)} "
                                 f"(without them no run can settle, and the verdict would mean nothing)")
         self._targets = [tuple(x) for x in self.bounds["reassign_targets"]]
         self.settle_steps: list[Any] = []  # deliveries that settle the initial state (delivery "async")
         # Where a step may stop as soon as a write passes a bound (`successor`). The controller epoch only grows.
         # A partition znode's leader epoch only grows within a step unless a topic is deleted (its znode goes), a
         # zombie writes from its stale cache, or a leader rewrites the ISR with its own view (data plane).
-        grows = not self.families & {"deletion", "zombie_controller"}
+        grows = not self.families & {"deletion", "zombie_controller"} and self.config.grain == "coarse"
         self._limits = (self.bounds["max_leader_epoch"] if grows else None, self.bounds["max_controller_epoch"])
         # A leader's own ISR write happens only in the steps of LEADER_ISR_WRITES: only those run to their end.
         self._own_write_limits = (None if "data_plane" in self.families else self._limits[0], self._limits[1])
@@ -277,6 +254,7 @@ class BoundedSystem(ModelBase):
                            for kind in (A.BrokerFail, A.BrokerStart, A.ControlledShutdown, A.ControllerResign,
                                         A.SessionExpiry, A.BrokerBounce)}
         self._resign = A.ControllerResign()
+        self._next_event, self._zombie_event = A.ControllerEvent(), A.ControllerEvent(zombie=True)
         self._preferred = A.PreferredElection()
         self._reassign = {tp: [(t, A.Reassign(tp, t)) for t in self._targets] for tp in self.tps}
         self._produce = {tp: (A.Produce(tp), A.Replicate(tp), A.Produce(tp, 1, "1")) for tp in self.tps}
@@ -284,11 +262,17 @@ class BoundedSystem(ModelBase):
                              for b in self.config.brokers}
 
     def can_reach(self, name: str) -> bool:
-        """Whether this configuration's families and delivery can reach the named property (always true of rules)."""
-        if self._fold_ignored and name in JUDGES_IGNORED_DELIVERIES:
+        """Whether this configuration's families and delivery can reach the named property (its facts' `needs`).
+
+        A config that names no properties gets only those it can reach: a goal of a family that is off would only
+        print a "never reached" that means nothing ("delivery:async": a broker meets a stale controller epoch only
+        in a `deliver` step); an EVENTUALLY property named without them is a BadConfig.
+        """
+        if self._fold_ignored and name in self._left_out:
             return False
-        needs = REACHED_ONLY_WITH.get(name)
-        return needs is None or bool(needs & (self.families | {"delivery:" + self.config.delivery}))
+        facts = catalogue.facts(name)
+        needs = facts.needs if facts is not None else frozenset()
+        return not needs or bool(needs & (self.families | {"delivery:" + self.config.delivery}))
 
     def init_states(self) -> list[Cluster]:
         """The first election, then the configured topics created."""
@@ -321,7 +305,16 @@ class BoundedSystem(ModelBase):
             shutdown = made[A.ControlledShutdown]
             out += [shutdown[b] for b, s in brokers.items() if s.alive and not s.shutting_down]
         if "controller_failover" in fam and state.zk.controller_epoch < self.bounds["max_controller_epoch"]:
-            out.append(self._resign)
+            if self.config.grain == "event":
+                # which broker wins the race for /controller matters once the old one may still hold events
+                resign = made[A.ControllerResign]
+                out += [resign[b] for b, s in brokers.items() if s.alive and b != state.zk.controller]
+            else:
+                out.append(self._resign)
+        if state.ctx.events:
+            out.append(self._next_event)
+        if state.zombie is not None and state.zombie.events:
+            out.append(self._zombie_event)
         if "zombie_controller" in fam:
             if state.zk.controller_epoch < self.bounds["max_controller_epoch"]:
                 # another broker wins the election while the old controller is still busy
@@ -610,6 +603,8 @@ class BoundedSystem(ModelBase):
             config["delivery"] = c.delivery
         if c.zombie_controller:
             config["zombie_controller"] = True
+        if c.grain != "coarse":
+            config["grain"] = c.grain
         return {"name": f"counterexample in config {self.cfg.get('name', '?')}",
                 "config": config,
                 "steps": [a.to_step() for a in self.topic_steps + self.settle_steps + list(actions)]}

@@ -8,17 +8,18 @@ diff of each step (only the entries that changed), the requests each step sent, 
 The witness is computed from the property itself, not from a second copy of its rule: the entries the last step
 changed are put back, one at a time, to their value before the step, and the property judged again. The entries
 whose old value alone makes the property hold are what breaks it ("acked records of t-0 lost from the leader's
-log", "the znode of t-0 written with leader epoch 3"). Where a property already names its offenders (the
-data-plane record and divergence helpers), those are added as detail.
+log", "the znode of t-0 written with leader epoch 3"). Where a property declares a helper that names its offenders
+(`@rule(..., offenders=...)`: the data-plane record and divergence helpers), what it names is added as detail.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from kcm.model.interface import EVENTUALLY, SOMETIMES, SOMETIMES_STEP, STEP, Property
 from kcm.model.names import replica_name, tp_name
+from kcm.properties import catalogue
+from kcm.properties.facts import facts_of
 
 Path = tuple  # (field, ..., [key]) into a Cluster: NamedTuple fields, then at most one key of a frozen map
 MISSING = object()
@@ -162,23 +163,6 @@ def judge(prop: Property, model: Any, before: Any, action: Any, after: Any, effe
     return bool(prop.condition(model, after))
 
 
-def _details() -> dict[str, Callable[[Any], list[Any]]]:
-    """Properties whose own helpers name their offenders: name -> state -> offenders."""
-    from kcm.properties import dataplane
-
-    return {
-        "AckedRecordsSurvive": lambda s: [
-            {"partition": tp_name(tp), "offset": o, "leader_epoch": e, "lost": "not in the acting leader's log"}
-            for tp, o, e in dataplane._missing(s, s.ghost.acked)],
-        "ConsumedRecordsSurvive": lambda s: [
-            {"partition": tp_name(tp), "offset": o, "leader_epoch": e, "lost": "consumed, then not in the leader's log"}
-            for tp, o, e in dataplane._missing(s, s.ghost.consumed)],
-        "LogsAgreeBelowHw": lambda s: [
-            {"partition": tp_name(tp), "replicas": [replica_name(tp, a), replica_name(tp, b)], "offset": o}
-            for tp, a, b, o in dataplane.divergent_replicas(s)],
-    }
-
-
 def witness(prop: Property, model: Any, before: Any, action: Any, after: Any, effects: Any) -> dict[str, Any]:
     """Why the property fails (a goal is reached) on this step: the changed entries it needs, each with its value
     before and after."""
@@ -205,9 +189,9 @@ def witness(prop: Property, model: Any, before: Any, action: Any, after: Any, ef
         out["why"] = (f"no single entry explains it: {whole} the step as a whole "
                       "(its requests and state changes are in the step)" if changed else
                       "the step changed nothing the property reads")
-    detail = _details().get(prop.name)
-    if detail is not None and prop.expectation not in (STEP, SOMETIMES_STEP):
-        out["detail"] = detail(after)
+    facts = facts_of(prop.condition)
+    if facts is not None and facts.offenders is not None and prop.expectation not in (STEP, SOMETIMES_STEP):
+        out["detail"] = facts.offenders(after)
     return out
 
 
@@ -215,14 +199,11 @@ def witness(prop: Property, model: Any, before: Any, action: Any, after: Any, ef
 
 
 def _property(model: Any, name: str) -> Property:
-    from kcm.properties.controller import PROPERTIES as CONTROLLER
-    from kcm.properties.dataplane import PROPERTIES as DATAPLANE
-    from kcm.properties.liveness import PROPERTIES as LIVENESS
-
-    for p in list(model.properties()) + CONTROLLER + DATAPLANE + LIVENESS:
+    """The model's property of that name (a user's own, a goal's negation), else the catalogue's."""
+    for p in model.properties():
         if p.name == name:
             return p
-    raise KeyError(f"unknown property {name!r}")
+    return catalogue.by_id(name)
 
 
 def build(model: Any, name: str, actions: list[Any], loop_start: int | None = None,

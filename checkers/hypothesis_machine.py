@@ -11,10 +11,8 @@ shrunk counterexample Hypothesis prints is a file that replays it.
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
-import pkgutil
 import tempfile
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -175,17 +173,6 @@ def op_strategy(cls: type, config: ClusterConfig, topics: Sequence[str] = DEFAUL
             s = st.just(cls._field_defaults[name])  # else builds() would infer one from the type hint
         kwargs[name] = s
     return st.builds(cls, **kwargs)
-
-
-def package_properties() -> list[Property]:
-    """Every named property of every module in kcm.properties (each module's PROPERTIES list)."""
-    import kcm.properties as package
-
-    found: list[Property] = []
-    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
-        mod = importlib.import_module(f"{package.__name__}.{info.name}")
-        found.extend(getattr(mod, "PROPERTIES", ()))
-    return found
 
 
 # -- a Model from an implementation's start/step pair ---------------------------------------

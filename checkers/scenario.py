@@ -14,7 +14,6 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from kcm.checkers.bounded import all_properties
 from kcm.model import strictjson
 from kcm.model.actions import from_step
 from kcm.model.cluster import NO_CONTROLLER, ClusterConfig
@@ -23,6 +22,7 @@ from kcm.model.fingerprint import fingerprint
 from kcm.model.interface import SOMETIMES_STEP, STEP
 from kcm.model.names import parse_replica, parse_tp
 from kcm.model.variants import SWITCHES, known_switch
+from kcm.properties import catalogue
 from kcm.reference import api
 from kcm.reference.result import result_document
 
@@ -141,7 +141,7 @@ def _check_meaning(doc: dict[str, Any]) -> None:
                 raise InvalidScenario(f"{where}.replicas[{j}]: broker {b} of {name} is not in config.brokers")
     wanted = doc.get("expect_violation")
     if wanted is not None:
-        if wanted["property"] not in {p.name for p in all_properties()}:
+        if wanted["property"] not in catalogue.ids():
             raise InvalidScenario(f"$.expect_violation.property: unknown property {wanted['property']!r}")
         if wanted["step"] >= len(doc["steps"]):
             raise InvalidScenario(f"$.expect_violation.step: there is no step {wanted['step']}")
@@ -163,6 +163,7 @@ def cluster_config(doc: dict[str, Any]) -> ClusterConfig:
         variants=tuple(c.get("variants", ())),
         delivery=c.get("delivery", "sync"),
         zombie_controller=c.get("zombie_controller", False),
+        grain=c.get("grain", "coarse"),
     )
 
 
@@ -219,7 +220,7 @@ class _Watch:
     def __init__(self, wanted: dict[str, Any] | None, config: ClusterConfig) -> None:
         self.wanted = wanted
         self.model = SimpleNamespace(config=config)
-        self.prop = next(p for p in all_properties() if p.name == wanted["property"]) if wanted else None
+        self.prop = catalogue.by_id(wanted["property"]) if wanted else None
         self.first: int | None = None
 
     def after_step(self, i: int, before: Any, action: Any, after: Any, effects: Any) -> None:

@@ -211,6 +211,7 @@ def _hypothesis_once(fast: bool, excluded: set[str]) -> Any:
     from hypothesis.stateful import run_state_machine_as_test
     from kcm.checkers import hypothesis_machine as hm
     from kcm.model.cluster import ClusterConfig
+    from kcm.properties.catalogue import CATALOGUE
 
     hm.register_profiles()
     # No shrinking: the table needs a detection, not the minimal sequence (the test suite shrinks).
@@ -218,7 +219,7 @@ def _hypothesis_once(fast: bool, excluded: set[str]) -> Any:
     chosen = settings(settings.get_profile("ci" if fast else "thorough"), report_multiple_bugs=False,
                       verbosity=Verbosity.quiet, phases=[Phase.explicit, Phase.reuse, Phase.generate],
                       **({"max_examples": FAST_EXAMPLES} if fast else {}))
-    props = [p for p in hm.package_properties() if p.name not in excluded]
+    props = [p for p in CATALOGUE if p.name not in excluded]
     for values in HYPOTHESIS_CONFIGS:
         model = hm.ContractModel(ClusterConfig(**values), api.start, api.step, props)
         machine = hm.build_machine(model, name="Mutant", contract_ops=True)

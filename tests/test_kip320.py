@@ -15,12 +15,13 @@ from typing import Any
 
 import pytest
 from kcm.checkers import bfs
-from kcm.checkers.bounded import BoundedSystem, all_properties
+from kcm.checkers.bounded import BoundedSystem
 from kcm.checkers.scenario import cluster_config, parse_text, run
 from kcm.checkers.verdicts import Exploration, state_checks, step_checks
 from kcm.model import actions as A
 from kcm.model.cluster import TRUNCATION_VARIANTS, Cluster
 from kcm.model.errors import KcmError
+from kcm.properties.catalogue import CATALOGUE
 from kcm.reference import api
 
 BUGS = Path(__file__).resolve().parent.parent / "specs" / "scenarios" / "bugs"
@@ -68,7 +69,7 @@ def replay(doc: dict[str, Any], truncation: str,
     step property of the explorer) first breaks, and which steps were refused with what."""
     config = cluster_config(doc)._replace(truncation=truncation, delivery=delivery)
     model = SimpleNamespace(config=config)
-    props = all_properties()
+    props = list(CATALOGUE)
     state, _ = api.start(config)
     states: list[Cluster] = []
     first: dict[str, int] = {}

@@ -11,13 +11,14 @@ from typing import Any
 
 import pytest
 from kcm.checkers import bfs
-from kcm.checkers.bounded import BoundedSystem, all_properties, load_config
+from kcm.checkers.bounded import BoundedSystem, load_config
 from kcm.checkers.verdicts import successors
 from kcm.model.cluster import Cluster
 from kcm.model.interface import ALWAYS, EVENTUALLY, SOMETIMES
 from kcm.properties import reads
+from kcm.properties.catalogue import CATALOGUE
 
-STATE_PROPERTIES = [p for p in all_properties() if p.expectation in (ALWAYS, SOMETIMES, EVENTUALLY)]
+STATE_PROPERTIES = [p for p in CATALOGUE if p.expectation in (ALWAYS, SOMETIMES, EVENTUALLY)]
 
 
 class Recorder:

@@ -19,17 +19,16 @@ from typing import Any
 import pytest
 from kcm.checkers import bfs
 from kcm.checkers.bounded import (
-    JUDGES_IGNORED_DELIVERIES,
     REDUCTIONS,
     BadConfig,
     BoundedSystem,
-    all_properties,
     load_config,
 )
 from kcm.checkers.scenario import run
 from kcm.checkers.verdicts import indexed_successors, state_checks, step_checks
 from kcm.model import actions as A
 from kcm.model.interface import EVENTUALLY
+from kcm.properties import catalogue
 from kcm.reference import api
 
 from tests.explored import bfs_states
@@ -75,7 +74,7 @@ def test_folding_keeps_violations_and_commutes_with_every_other_step(cfg: dict[s
     - every other kept step u -a-> w is matched by v -a-> w' of the reduced system, with w' the folded form of w
       and the same step verdicts."""
     plain, folding = BoundedSystem(cfg), BoundedSystem(reduced(cfg))
-    props = [p for p in all_properties() if p.expectation != EVENTUALLY]
+    props = [p for p in catalogue.CATALOGUE if p.expectation != EVENTUALLY]
     states = bfs_states(plain)
     folded_somewhere = 0
     for u in states:
@@ -88,7 +87,7 @@ def test_folding_keeps_violations_and_commutes_with_every_other_step(cfg: dict[s
             verdicts = step_checks(plain, u, action, w, effects, props)
             if ignored_head(folding, u, action):
                 folded_somewhere += 1
-                assert verdicts[0] == [] and set(verdicts[1]) <= set(JUDGES_IGNORED_DELIVERIES)
+                assert verdicts[0] == [] and set(verdicts[1]) <= set(catalogue.not_judged("ignored_requests"))
                 continue
             found = folding.successor(v, action)
             assert found is not None, (action, u)
@@ -105,7 +104,7 @@ def test_reduced_and_unreduced_explorations_agree(cfg: dict[str, Any]) -> None:
     assert full.complete and small.complete
     assert small.distinct_states < full.distinct_states
     unreduced = full.verdicts(plain.properties())
-    for name in JUDGES_IGNORED_DELIVERIES:
+    for name in catalogue.not_judged("ignored_requests"):
         unreduced.pop(name, None)
     assert small.verdicts(folding.properties()) == unreduced
     assert {k: len(v) for k, v in small.violations.items()} == {k: len(v) for k, v in full.violations.items()}
