@@ -9,6 +9,7 @@ import z3
 from kcm.checkers.bounded import BoundedSystem, load_config
 from kcm.checkers.prove import bounded_bmc
 from kcm.checkers.prove.bounded import BoundedEncoding
+from kcm.checkers.prove.vocabulary import BMC_FIELDS, Sym
 from kcm.checkers.verdicts import successors
 from kcm.properties import catalogue
 
@@ -22,10 +23,11 @@ def _reachable(system: BoundedSystem) -> list:
     return sorted(seen, key=system.fingerprint)
 
 
-def _pairs(sym: dict[str, Any], values: dict[str, Any]) -> list[tuple[Any, Any]]:
+def _pairs(sym: Sym, values: dict[str, Any]) -> list[tuple[Any, Any]]:
     """z3.substitute pairs binding the symbolic state `sym` to the concrete `values`."""
     out = []
-    for field, term in sym.items():
+    for field in BMC_FIELDS:
+        term = getattr(sym, field)
         terms = term if isinstance(term, tuple) else (term,)
         vals = values[field] if isinstance(values[field], tuple) else (values[field],)
         for x, v in zip(terms, vals, strict=True):
@@ -68,7 +70,7 @@ def test_state_encodings_agree_with_the_predicates_on_every_tiny_state() -> None
         for name, formula in formulas.items():
             python = catalogue.by_id(name).condition(system, state)
             seen[name] = seen[name] | {python}
-            if _truth(formula(enc, s), pairs) != python:
+            if _truth(formula(s), pairs) != python:
                 differ.append((name, enc.project(state)))
     assert differ == []
     assert all(seen[n] for n in formulas)
@@ -78,17 +80,17 @@ def test_step_encodings_agree_with_the_predicates_on_every_tiny_transition() -> 
     system = BoundedSystem(load_config("tiny"))
     enc = BoundedEncoding(system)
     s, t = enc.state("s"), enc.state("t")
-    steps = {name: (formula, ob) for name, formula, ob in enc.steps(s, t)}
+    steps = {name: (formula, record) for name, formula, record in enc.steps(s, t)}
     differ, judged = [], 0
     for state in _reachable(system):
         for action, nxt, effects in successors(system, state):
-            formula, ob = steps[_step_name(action)]
+            formula, record = steps[_step_name(action)]
             pairs = _pairs(s, enc.project(state)) + _pairs(t, enc.project(nxt))
             assert _truth(formula, pairs), action  # the encoding admits the explorer's step under its name
             for name, prop in bounded_bmc.STEP_PROPERTIES.items():
                 python = catalogue.by_id(name).condition(system, state, action, nxt, effects)
                 judged += 1
-                if _truth(prop(enc, s, t, ob), pairs) != python:
+                if _truth(prop(s, t, record), pairs) != python:
                     differ.append((name, str(action), enc.project(state)))
     assert differ == []
     assert judged > 0

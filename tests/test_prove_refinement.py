@@ -67,8 +67,8 @@ def _matches(s: State, v: dict) -> z3.BoolRef:
         s.isr == _bits(v["isr"]),
         s.ar == _bits(v["ar"]),
         s.reassigning == bool(v["rar"]),
-        s.oar == _bits(v["oar"]),
-        s.rar == _bits(v["rar"]),
+        s.original_replicas == _bits(v["oar"]),
+        s.target_replicas == _bits(v["rar"]),
     ]
     if v["le"] is not None:
         parts.append(s.leader_epoch == v["le"] + 1)

@@ -40,12 +40,12 @@ def _concrete(enc: Encoding, s: State, ar, isr, live, leader, rar=()) -> list:
         s.isr == _bits(isr),
         s.ar == _bits(ar),
         s.reassigning == bool(rar),
-        s.oar == (_bits(tuple(b for b in ar if b not in rar)) if rar else 0),
-        s.rar == _bits(rar),
+        s.original_replicas == (_bits(tuple(b for b in ar if b not in rar)) if rar else 0),
+        s.target_replicas == _bits(rar),
         *[s.alive[b] == (b in live) for b in BROKERS],
         *[s.replica_state[b] == REPLICA_CODES[R.ONLINE if b in ar else R.NON_EXISTENT] for b in BROKERS],
         *[
-            z3.And(s.seen_epoch[b] == 1, z3.Not(s.believes_leader[b]), s.broker_leader_epoch[b] == NONE)
+            z3.And(s.broker_controller_epoch[b] == 1, s.replica_leader[b] == NONE, s.replica_leader_epoch[b] == NONE)
             for b in BROKERS
         ],
     ]

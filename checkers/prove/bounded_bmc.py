@@ -1,9 +1,9 @@
 """Bounded model checking of an explorer config over its exact symbolic encoding (bounded.py).
 
-The named properties the explorer checks are restated over the encoded fields, with the explorer's names and
-verdicts (holds / violated for state and step rules, reached / never reached for reachability goals), so the two
-can be compared name by name. Properties about what the encoding leaves out are listed in EXPLORER_ONLY with the
-reason; the explorer alone judges them.
+The properties the explorer checks are read from formulas.py by id (the formulas the induction uses too), with
+the explorer's names and verdicts (holds / violated for state and step rules, reached / never reached for
+reachability goals), so the two can be compared name by name. Properties about what the encoding leaves out are
+listed in EXPLORER_ONLY with the reason; the explorer alone judges them.
 """
 
 from __future__ import annotations
@@ -13,78 +13,23 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import z3
-from kcm.checkers.prove.bounded import ELECTED, BoundedEncoding
-from kcm.checkers.prove.encoding import NONE, PARTITION_CODES, REPLICA_CODES
-from kcm.model.states import PartitionState as P
-from kcm.model.states import ReplicaState as R
+from kcm.checkers.prove import formulas
+from kcm.checkers.prove.bounded import BoundedEncoding, shown
+from kcm.checkers.prove.vocabulary import Step, Sym
 
 HOLDS, VIOLATED, REACHED, NEVER_REACHED = "holds", "violated", "reached", "never reached"
 IDLE = "(stop)"  # the unrolling's idle step: an execution may end before the depth
 
-Sym = dict[str, Any]
-
-
-def _leader_in_isr_in_ar(enc: BoundedEncoding, s: Sym) -> Any:
-    in_isr = z3.Or([z3.And(s["leader"] == b, z3.Extract(i, i, s["isr"]) == 1) for i, b in enumerate(enc.ids)])
-    ar_bits = sum(1 << i for i in enc.ar)
-    return z3.And(z3.Or(s["leader"] == NONE, in_isr), s["isr"] & ~z3.BitVecVal(ar_bits, enc.n) == 0)
-
-
-def _elected_leader_recorded(enc: BoundedEncoding, s: Sym) -> Any:
-    return z3.And([
-        z3.Implies(z3.And(s["leader"] != NONE, s["le"] == e), z3.Or(x == NONE, x == s["leader"]))
-        for e, x in enumerate(s[ELECTED])
-    ])
-
-
-def _one_live_leader_per_epoch(enc: BoundedEncoding, s: Sym) -> Any:
-    leads = [z3.And(s["alive"][i], s["rleader"][i] == b) for i, b in enumerate(enc.ids)]
-    return z3.And([
-        z3.Not(z3.And(leads[i], leads[j], s["rle"][i] == s["rle"][j]))
-        for i in range(enc.n) for j in range(i + 1, enc.n)
-    ])
-
-
-def _no_broker_ahead(enc: BoundedEncoding, s: Sym) -> Any:
-    return z3.And([x <= s["ce"] for x in s["bce"]])
-
-
-def _deletion_states_only_while_deleting(enc: BoundedEncoding, s: Sym) -> Any:
-    # No topic is ever queued for deletion in the encoded families, so no replica may be in a deletion state.
-    return z3.And([z3.And([x != REPLICA_CODES[d] for d in R.DELETION]) for x in s["rs"]])
-
-
-def _one_leader_per_epoch(enc: BoundedEncoding, s: Sym, t: Sym, ob: dict[str, Any]) -> Any:
-    return z3.And([z3.Implies(a != NONE, b == a) for a, b in zip(s[ELECTED], t[ELECTED], strict=True)])
-
-
-def _leader_epoch_monotone(enc: BoundedEncoding, s: Sym, t: Sym, ob: dict[str, Any]) -> Any:
-    return t["le"] >= s["le"]
-
-
-def _controller_epoch_monotone(enc: BoundedEncoding, s: Sym, t: Sym, ob: dict[str, Any]) -> Any:
-    return z3.And(t["ce"] >= s["ce"], *[b >= a for a, b in zip(s["bce"], t["bce"], strict=True)])
-
-
-STATE_PROPERTIES: dict[str, Callable[[BoundedEncoding, Sym], Any]] = {
-    "LeaderInIsrInAr": _leader_in_isr_in_ar,
-    "ElectedLeaderRecorded": _elected_leader_recorded,
-    "OneLiveLeaderPerEpoch": _one_live_leader_per_epoch,
-    "NoBrokerAheadOfZk": _no_broker_ahead,
-    "DeletionStatesOnlyWhileDeleting": _deletion_states_only_while_deleting,
+# The properties BMC checks, by id; each formula is the one of formulas.py, shared with the induction.
+STATE_PROPERTIES: dict[str, Callable[[Sym], Any]] = {
+    i: formulas.STATE[i] for i in ("LeaderInIsrInAr", "ElectedLeaderRecorded", "OneLiveLeaderPerEpoch",
+                                   "NoBrokerAheadOfZk", "DeletionStatesOnlyWhileDeleting")
 }
-STEP_PROPERTIES: dict[str, Callable[[BoundedEncoding, Sym, Sym, dict[str, Any]], Any]] = {
-    "OneLeaderPerEpoch": _one_leader_per_epoch,
-    "LeaderEpochMonotone": _leader_epoch_monotone,
-    "ControllerEpochMonotone": _controller_epoch_monotone,
-    "EpochFencing": lambda enc, s, t, ob: ob["EpochFencing"],
-    "ValidTransition": lambda enc, s, t, ob: ob["ValidTransition"],
+STEP_PROPERTIES: dict[str, Callable[[Sym, Sym, Step], Any]] = {
+    i: formulas.STEP[i] for i in ("OneLeaderPerEpoch", "LeaderEpochMonotone", "ControllerEpochMonotone",
+                                  "EpochFencing", "ValidTransition")
 }
-GOALS: dict[str, Callable[[BoundedEncoding, Sym], Any]] = {
-    "SomeLeaderMoved": lambda enc, s: s["le"] > 0,
-    "SomePartitionOffline": lambda enc, s: s["ps"] == PARTITION_CODES[P.OFFLINE],
-    "SomeControllerFailover": lambda enc, s: s["ce"] > 1,
-}
+GOALS: dict[str, Callable[[Sym], Any]] = dict(formulas.GOALS)
 _NO_REASSIGN_OR_DELETE = "the encoded families never reassign or delete, and the encoding has no AR field"
 _NO_DATA_PLANE = "the encoding has no logs (no data-plane family is encoded)"
 _ONE_COPY = "the encoding keeps one copy of what the controller caches from ZooKeeper and of broker liveness"
@@ -151,7 +96,7 @@ def bmc(enc: BoundedEncoding, depth: int, names: list[str] | None = None) -> lis
     states = [enc.state(str(k)) for k in range(depth + 1)]
     unrolled = [enc.init(states[0])]
     choices: list[tuple[Any, list[str]]] = []  # per step: the action variable and the action names
-    obligations: list[dict[str, Any]] = []
+    records: list[Step] = []  # per step: the moves and deliveries of every action, each guarded by its choice
     for k in range(depth):
         s, t = states[k], states[k + 1]
         act = z3.BitVec(f"action_{k}", 8)
@@ -159,10 +104,12 @@ def bmc(enc: BoundedEncoding, depth: int, names: list[str] | None = None) -> lis
         idle = len(steps)
         unrolled.append(z3.Or(*[z3.And(act == j, f) for j, (_, f, _) in enumerate(steps)],
                               z3.And(act == idle, enc.same(s, t))))
-        obligations.append({
-            key: z3.And([z3.Implies(act == j, ob[key]) for j, (_, _, ob) in enumerate(steps)])
-            for key in ("EpochFencing", "ValidTransition")
-        })
+        records.append(Step(
+            enc.rules,
+            tuple(m._replace(guard=z3.And(act == j, m.guard)) for j, (_, _, st) in enumerate(steps) for m in st.moves),
+            tuple(d._replace(applied=z3.And(act == j, d.applied))
+                  for j, (_, _, st) in enumerate(steps) for d in st.deliveries),
+        ))
         choices.append((act, [n for n, _, _ in steps] + [IDLE]))
 
     def ask(goals: list[Any], upto: int, charged: list[str]) -> z3.ModelRef | None:
@@ -177,7 +124,7 @@ def bmc(enc: BoundedEncoding, depth: int, names: list[str] | None = None) -> lis
         return solver.model() if answer == z3.sat else None
 
     def goals_at(name: str, k: int) -> list[Any]:
-        goal = _goal(enc, name, states, obligations, k)
+        goal = _goal(name, states, records, k)
         return [] if goal is None else [goal]
 
     safety = [n for n in todo if n not in GOALS]
@@ -191,7 +138,7 @@ def bmc(enc: BoundedEncoding, depth: int, names: list[str] | None = None) -> lis
             m = ask(goals, k, [name]) if goals else None
             if m is not None:
                 acts = [names_[m.eval(var, model_completion=True).as_long()] for var, names_ in choices[:k]]
-                trace = [enc.values(m, s) for s in states[: k + 1]]
+                trace = [shown(enc.values(m, s)) for s in states[: k + 1]]
                 kept = [0] + [i + 1 for i, a in enumerate(acts) if a != IDLE]
                 found[name] = Finding(name, REACHED if name in GOALS else VIOLATED, 0.0, len(kept) - 1,
                                       tuple(a for a in acts if a != IDLE), tuple(trace[i] for i in kept))
@@ -205,12 +152,12 @@ def bmc(enc: BoundedEncoding, depth: int, names: list[str] | None = None) -> lis
     return out
 
 
-def _goal(enc: BoundedEncoding, name: str, states: list[Sym], obligations: list[dict[str, Any]], k: int) -> Any:
+def _goal(name: str, states: list[Sym], records: list[Step], k: int) -> Any:
     """What a counterexample (or witness) at depth k must satisfy; None when there is nothing to check there."""
     if name in STATE_PROPERTIES:
-        return z3.Not(STATE_PROPERTIES[name](enc, states[k]))
+        return z3.Not(STATE_PROPERTIES[name](states[k]))
     if name in GOALS:
-        return GOALS[name](enc, states[k])
+        return GOALS[name](states[k])
     if k == 0:
         return None
-    return z3.Not(STEP_PROPERTIES[name](enc, states[k - 1], states[k], obligations[k - 1]))
+    return z3.Not(STEP_PROPERTIES[name](states[k - 1], states[k], records[k - 1]))

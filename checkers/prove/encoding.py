@@ -1,11 +1,11 @@
 """The controller's transition relation over one symbolic partition, as Z3 constraints.
 
-A state holds what the controller, ZooKeeper and the brokers know about one partition on a cluster of N
-brokers: the controller epoch in ZooKeeper and the controller's id, each broker's liveness, the controller
-epoch it last accepted and the leadership it believes it holds (with that leader epoch), the partition
-state, each replica's state, the LeaderAndIsr (leader, leader epoch, ISR) and the AR, the reassignment
-(flag, OAR, RAR) and a ghost array `elected[leader epoch] -> leader` recording every leader the controller
-ever wrote, which is what LeaderAndIsr requests still in flight may carry.
+A state is the shared symbolic view (vocabulary.Sym) of one partition on a cluster of N brokers: the controller
+epoch in ZooKeeper and the controller's id, each broker's liveness, the controller epoch it last accepted and
+the leader its replica follows (with that leader epoch), the partition state, each replica's state, the
+LeaderAndIsr (leader, leader epoch, ISR) and the AR, the reassignment (flag, OAR, RAR) and a ghost array
+`elected[leader epoch] -> leader` recording every leader the controller ever wrote, which is what LeaderAndIsr
+requests still in flight may carry.
 
 Next is a disjunction of named actions mirroring the reference controller's operations. The partition and
 replica moves are generated from the rule set's tables (model/tables.py), never restated: each action that
@@ -19,37 +19,26 @@ controller epoch older than the one they have seen).
 
 from __future__ import annotations
 
-from functools import reduce
 from typing import Any, NamedTuple
 
 import z3
+from kcm.checkers.prove.vocabulary import (
+    INDUCTION_FIELDS,
+    NONE,
+    PARTITION_CODES,
+    REPLICA_CODES,
+    Step,
+    Sym,
+    moves_between,
+    partition_allows,
+    replica_allows,
+)
 from kcm.model.states import PartitionState as P
 from kcm.model.states import ReplicaState as R
 from kcm.model.tables import RuleSet
 
-NONE = -1  # no leader / no controller, Kafka's -1
-
-
-class State(NamedTuple):
-    """One symbolic state: Z3 terms for every field (per-broker fields are tuples indexed by broker id)."""
-
-    controller_epoch: Any
-    controller: Any
-    alive: tuple[Any, ...]
-    seen_epoch: tuple[Any, ...]  # the controller epoch each broker last accepted
-    believes_leader: tuple[Any, ...]
-    broker_leader_epoch: tuple[Any, ...]
-    partition_state: Any
-    replica_state: tuple[Any, ...]
-    leader: Any
-    leader_epoch: Any
-    isr: Any  # bit-vector over brokers
-    ar: Any
-    reassigning: Any
-    oar: Any
-    rar: Any
-    elected: Any  # ghost: Array(Int, Int), leader epoch -> leader written with it
-    written_by: Any  # ghost: Array(Int, Int), leader epoch -> controller epoch of the controller that wrote it
+State = Sym  # the induction's states are the shared view, brokers 0..N-1 at positions 0..N-1
+__all__ = ["NONE", "PARTITION_CODES", "REPLICA_CODES", "Action", "Encoding", "State"]
 
 
 class Action(NamedTuple):
@@ -58,10 +47,6 @@ class Action(NamedTuple):
     name: str
     formula: Any
     params: tuple[Any, ...] = ()
-
-
-PARTITION_CODES = {s: i for i, s in enumerate(P.ALL)}
-REPLICA_CODES = {s: i for i, s in enumerate(R.ALL)}
 
 
 class Encoding:
@@ -94,13 +79,14 @@ class Encoding:
         def per(name: str, make: Any) -> tuple[Any, ...]:
             return tuple(make(f"{name}{b}_{tag}") for b in range(n))
 
-        return State(
+        return Sym(
+            ids=tuple(range(n)),
             controller_epoch=z3.Int(f"ce_{tag}"),
             controller=z3.Int(f"ctl_{tag}"),
             alive=per("alive", z3.Bool),
-            seen_epoch=per("seen", z3.Int),
-            believes_leader=per("bl", z3.Bool),
-            broker_leader_epoch=per("ble", z3.Int),
+            broker_controller_epoch=per("seen", z3.Int),
+            replica_leader=per("rl", z3.Int),
+            replica_leader_epoch=per("ble", z3.Int),
             partition_state=z3.Int(f"ps_{tag}"),
             replica_state=per("rs", z3.Int),
             leader=z3.Int(f"leader_{tag}"),
@@ -108,49 +94,19 @@ class Encoding:
             isr=z3.Const(f"isr_{tag}", bv),
             ar=z3.Const(f"ar_{tag}", bv),
             reassigning=z3.Bool(f"reas_{tag}"),
-            oar=z3.Const(f"oar_{tag}", bv),
-            rar=z3.Const(f"rar_{tag}", bv),
+            original_replicas=z3.Const(f"oar_{tag}", bv),
+            target_replicas=z3.Const(f"rar_{tag}", bv),
             elected=z3.Array(f"elected_{tag}", z3.IntSort(), z3.IntSort()),
             written_by=z3.Array(f"written_by_{tag}", z3.IntSort(), z3.IntSort()),
         )
 
+    def step(self, s: State, t: State) -> Step:
+        """The record of a step from s to t the step formulas read: its state-machine moves, seen as changes."""
+        return moves_between(self.rules, s, t)
+
     def _param(self, name: str, sort: Any) -> Any:
         self._fresh += 1
         return z3.Const(f"{name}!{self._fresh}", sort)
-
-    # ---- bit-vector sets --------------------------------------------------------------------------------
-
-    def bit(self, b: int) -> Any:
-        """The set {b}."""
-        return z3.BitVecVal(1 << b, self.n)
-
-    def empty(self) -> Any:
-        """The empty set of brokers."""
-        return z3.BitVecVal(0, self.n)
-
-    def has(self, v: Any, b: int) -> Any:
-        """b is in the set v."""
-        return z3.Extract(b, b, v) == 1
-
-    def has_id(self, v: Any, x: Any) -> Any:
-        """The (symbolic) broker id x is in the set v."""
-        return z3.Or([z3.And(x == b, self.has(v, b)) for b in range(self.n)])
-
-    def has_any(self, v: Any) -> Any:
-        """The set v is not empty."""
-        return v != self.empty()
-
-    def subset(self, a: Any, b: Any) -> Any:
-        """a is a subset of b."""
-        return a & ~b == 0
-
-    def alive_set(self, s: State) -> Any:
-        """The set of live brokers."""
-        return reduce(lambda acc, b: acc | z3.If(s.alive[b], self.bit(b), self.empty()), range(self.n), self.empty())
-
-    def alive_id(self, s: State, x: Any) -> Any:
-        """The (symbolic) broker id x is alive."""
-        return z3.Or([z3.And(x == b, s.alive[b]) for b in range(self.n)])
 
     # ---- the tables, generated from the rule set -------------------------------------------------------
 
@@ -164,13 +120,11 @@ class Encoding:
 
     def partition_allows(self, from_code: Any, to_code: Any) -> Any:
         """The partition table as a formula over state codes."""
-        moves = self.partition_moves()
-        return z3.Or([z3.And(from_code == PARTITION_CODES[f], to_code == PARTITION_CODES[t]) for f, t in moves])
+        return partition_allows(self.rules, from_code, to_code)
 
     def replica_allows(self, from_code: Any, to_code: Any) -> Any:
         """The replica table as a formula over state codes."""
-        moves = self.replica_moves()
-        return z3.Or([z3.And(from_code == REPLICA_CODES[f], to_code == REPLICA_CODES[t]) for f, t in moves])
+        return replica_allows(self.rules, from_code, to_code)
 
     def can_enter_partition(self, s: State, target: str) -> Any:
         """The table allows the partition to move from its current state to target."""
@@ -195,8 +149,8 @@ class Encoding:
         for b in range(self.n):
             parts += [
                 z3.Or([s.replica_state[b] == c for c in rs]),
-                s.seen_epoch[b] >= 0,
-                s.broker_leader_epoch[b] >= NONE,
+                s.broker_controller_epoch[b] >= 0,
+                s.replica_leader_epoch[b] >= NONE,
             ]
         return z3.And(parts)
 
@@ -210,20 +164,20 @@ class Encoding:
             s.partition_state == PARTITION_CODES[P.NON_EXISTENT],
             s.leader == NONE,
             s.leader_epoch == 0,
-            s.isr == self.empty(),
-            s.ar == self.empty(),
+            s.isr == s.empty(),
+            s.ar == s.empty(),
             z3.Not(s.reassigning),
-            s.oar == self.empty(),
-            s.rar == self.empty(),
+            s.original_replicas == s.empty(),
+            s.target_replicas == s.empty(),
             s.elected == z3.K(z3.IntSort(), z3.IntVal(NONE)),
             s.written_by == z3.K(z3.IntSort(), z3.IntVal(0)),
         ]
         for b in range(self.n):
             parts += [
                 s.alive[b],
-                s.seen_epoch[b] == 0,
-                z3.Not(s.believes_leader[b]),
-                s.broker_leader_epoch[b] == NONE,
+                s.broker_controller_epoch[b] == 0,
+                s.replica_leader[b] == NONE,
+                s.replica_leader_epoch[b] == NONE,
                 s.replica_state[b] == REPLICA_CODES[R.NON_EXISTENT],
             ]
         return z3.And(parts)
@@ -231,7 +185,7 @@ class Encoding:
     def frame(self, s: State, t: State, **changes: Any) -> Any:
         """t equals s except for the named fields, which take the given values."""
         parts = []
-        for field in State._fields:
+        for field in INDUCTION_FIELDS:
             old, new = getattr(s, field), getattr(t, field)
             val = changes.get(field, old)
             if isinstance(old, tuple):
@@ -244,7 +198,7 @@ class Encoding:
         return tuple(value if i == b else x for i, x in enumerate(tup))
 
     def _controller_up(self, s: State) -> Any:
-        return z3.And(s.controller != NONE, self.alive_id(s, s.controller))
+        return z3.And(s.controller != NONE, s.alive_id(s.controller))
 
     def _next_epoch(self, s: State) -> Any:
         # The seeded bug "no leader-epoch bump on election" reuses the epoch; every other bump stays.
@@ -309,7 +263,7 @@ class Encoding:
                             s,
                             t,
                             alive=self._set(s.alive, b, z3.BoolVal(False)),
-                            believes_leader=self._set(s.believes_leader, b, z3.BoolVal(False)),
+                            replica_leader=self._set(s.replica_leader, b, z3.IntVal(NONE)),
                         ),
                     ),
                 )
@@ -324,9 +278,9 @@ class Encoding:
                             s,
                             t,
                             alive=self._set(s.alive, b, z3.BoolVal(True)),
-                            seen_epoch=self._set(s.seen_epoch, b, z3.IntVal(0)),
-                            believes_leader=self._set(s.believes_leader, b, z3.BoolVal(False)),
-                            broker_leader_epoch=self._set(s.broker_leader_epoch, b, z3.IntVal(NONE)),
+                            broker_controller_epoch=self._set(s.broker_controller_epoch, b, z3.IntVal(0)),
+                            replica_leader=self._set(s.replica_leader, b, z3.IntVal(NONE)),
+                            replica_leader_epoch=self._set(s.replica_leader_epoch, b, z3.IntVal(NONE)),
                         ),
                     ),
                 )
@@ -334,9 +288,9 @@ class Encoding:
             # Any LeaderAndIsr ever written may still be in flight, sent by the controller that wrote it or a later
             # one (a zombie controller resends what it knew), so from any controller epoch since the write.
             epoch, sender = self._param("msg_leader_epoch", z3.IntSort()), self._param("msg_ctl_epoch", z3.IntSort())
-            accepts = [epoch > s.broker_leader_epoch[b]]
+            accepts = [epoch > s.replica_leader_epoch[b]]
             if self.brokers_check_controller_epoch:
-                accepts.append(sender >= s.seen_epoch[b])
+                accepts.append(sender >= s.broker_controller_epoch[b])
             acts.append(
                 Action(
                     f"BrokerAcceptsLeaderAndIsr(broker={b})",
@@ -351,9 +305,9 @@ class Encoding:
                         self.frame(
                             s,
                             t,
-                            seen_epoch=self._set(s.seen_epoch, b, sender),
-                            believes_leader=self._set(s.believes_leader, b, s.elected[epoch] == b),
-                            broker_leader_epoch=self._set(s.broker_leader_epoch, b, epoch),
+                            broker_controller_epoch=self._set(s.broker_controller_epoch, b, sender),
+                            replica_leader=self._set(s.replica_leader, b, s.elected[epoch]),
+                            replica_leader_epoch=self._set(s.replica_leader_epoch, b, epoch),
                         ),
                     ),
                     (epoch, sender),
@@ -361,9 +315,9 @@ class Encoding:
             )
             # The controller reacts to a dead broker: OfflineReplica, out of the ISR, NoLeader if it led.
             was_leader = s.leader == b
-            only_one = s.isr == self.bit(b)
-            new_isr = z3.If(z3.And(was_leader, only_one), s.isr, s.isr & ~self.bit(b))
-            in_isr = self.has(s.isr, b)
+            only_one = s.isr == s.bit(b)
+            new_isr = z3.If(z3.And(was_leader, only_one), s.isr, s.isr & ~s.bit(b))
+            in_isr = s.has(s.isr, b)
             new_leader = z3.If(was_leader, z3.IntVal(NONE), s.leader)
             new_ps = z3.If(was_leader, z3.IntVal(PARTITION_CODES[P.OFFLINE]), s.partition_state)
             offline = REPLICA_CODES[R.OFFLINE]
@@ -373,7 +327,7 @@ class Encoding:
                     z3.And(
                         self._controller_up(s),
                         z3.Not(s.alive[b]),
-                        self.has(s.ar, b),
+                        s.has(s.ar, b),
                         self.can_enter_replica(s, b, R.OFFLINE),
                         z3.Implies(
                             was_leader,
@@ -408,21 +362,21 @@ class Encoding:
 
     def _election_actions(self, s: State, t: State) -> list[Action]:
         acts = []
-        alive = self.alive_set(s)
+        alive = s.alive_set()
         online = z3.IntVal(PARTITION_CODES[P.ONLINE])
-        leaderless = z3.Or(s.leader == NONE, z3.Not(self.alive_id(s, s.leader)))
+        leaderless = z3.Or(s.leader == NONE, z3.Not(s.alive_id(s.leader)))
         is_new = s.partition_state == PARTITION_CODES[P.NEW]
         for b in range(self.n):
             common = [self._controller_up(s), s.alive[b], self.can_enter_partition(s, P.ONLINE)]
-            clean = self.has(s.isr, b)
+            clean = s.has(s.isr, b)
             # Unclean election only when no live ISR replica is left (Kafka tries the ISR first).
-            none_clean = z3.Not(self.has_any(s.ar & s.isr & alive))
+            none_clean = s.ar & s.isr & alive == s.empty()
             eligible = z3.Or(clean, is_new, z3.And(self.unclean_leader_election, none_clean))
-            offline_isr = z3.If(is_new, s.ar & alive, z3.If(clean, s.isr & alive, self.bit(b)))
+            offline_isr = z3.If(is_new, s.ar & alive, z3.If(clean, s.isr & alive, s.bit(b)))
             selectors = {
-                "offline": (z3.And(leaderless, self.has(s.ar, b), eligible), offline_isr),
-                "reassign": (z3.And(s.reassigning, self.has(s.rar, b), clean), s.isr),
-                "preferred": (z3.And(s.leader != NONE, s.leader != b, self.has(s.ar, b), clean), s.isr),
+                "offline": (z3.And(leaderless, s.has(s.ar, b), eligible), offline_isr),
+                "reassign": (z3.And(s.reassigning, s.has(s.target_replicas, b), clean), s.isr),
+                "preferred": (z3.And(s.leader != NONE, s.leader != b, s.has(s.ar, b), clean), s.isr),
             }
             for sel, (guard, isr) in selectors.items():
                 acts.append(
@@ -446,7 +400,7 @@ class Encoding:
                             s.leader == down,
                             clean,
                             self._write_leader(
-                                s, t, z3.IntVal(b), s.isr & ~self.bit(down), self._next_epoch(s), partition_state=online
+                                s, t, z3.IntVal(b), s.isr & ~s.bit(down), self._next_epoch(s), partition_state=online
                             ),
                         ),
                     )
@@ -455,13 +409,13 @@ class Encoding:
 
     def _isr_actions(self, s: State, t: State) -> list[Action]:
         acts = []
-        leader_up = z3.And(s.leader != NONE, self.alive_id(s, s.leader))
+        leader_up = z3.And(s.leader != NONE, s.alive_id(s.leader))
         for b in range(self.n):
             # The leader shrinks or expands the ISR (AlterPartition): zkVersion moves, the leader epoch does not.
             acts.append(
                 Action(
                     f"IsrShrink(replica={b})",
-                    z3.And(leader_up, s.leader != b, self.has(s.isr, b), self.frame(s, t, isr=s.isr & ~self.bit(b))),
+                    z3.And(leader_up, s.leader != b, s.has(s.isr, b), self.frame(s, t, isr=s.isr & ~s.bit(b))),
                 )
             )
             acts.append(
@@ -470,9 +424,9 @@ class Encoding:
                     z3.And(
                         leader_up,
                         s.alive[b],
-                        self.has(s.ar, b),
-                        z3.Not(self.has(s.isr, b)),
-                        self.frame(s, t, isr=s.isr | self.bit(b)),
+                        s.has(s.ar, b),
+                        z3.Not(s.has(s.isr, b)),
+                        self.frame(s, t, isr=s.isr | s.bit(b)),
                     ),
                 )
             )
@@ -483,7 +437,7 @@ class Encoding:
         new_rs = []
         guards = []
         for b in range(self.n):
-            adding = z3.And(self.has(target, b), z3.Not(self.has(s.ar, b)))
+            adding = z3.And(s.has(target, b), z3.Not(s.has(s.ar, b)))
             guards.append(z3.Implies(adding, self.can_enter_replica(s, b, R.NEW)))
             new_rs.append(z3.If(adding, z3.IntVal(REPLICA_CODES[R.NEW]), s.replica_state[b]))
         start = Action(
@@ -492,7 +446,7 @@ class Encoding:
                 self._controller_up(s),
                 z3.Not(s.reassigning),
                 s.partition_state != PARTITION_CODES[P.NON_EXISTENT],
-                target != self.empty(),
+                target != s.empty(),
                 *guards,
                 # Kafka bumps the leader epoch when a reassignment starts (the new AR reaches every replica).
                 self._write_leader(
@@ -502,8 +456,8 @@ class Encoding:
                     s.isr,
                     s.leader_epoch + 1,
                     reassigning=z3.BoolVal(True),
-                    oar=s.ar,
-                    rar=target,
+                    original_replicas=s.ar,
+                    target_replicas=target,
                     ar=s.ar | target,
                     replica_state=tuple(new_rs),
                 ),
@@ -514,12 +468,12 @@ class Encoding:
         # the abandoned target go offline (out of the ISR, never emptying it; a leader among them leaves no leader)
         # and leave AR, the new ones start. Back to the original replicas, it is no longer a reassignment.
         new_target = self._param("new_target", z3.BitVecSort(self.n))
-        kept = s.oar | new_target
+        kept = s.original_replicas | new_target
         abandoned = s.ar & ~kept
         replace_rs, replace_guards = [], []
         for b in range(self.n):
-            dropped = z3.And(self.has(s.ar, b), z3.Not(self.has(kept, b)))
-            adding = z3.And(self.has(new_target, b), z3.Not(self.has(s.ar, b)))
+            dropped = z3.And(s.has(s.ar, b), z3.Not(s.has(kept, b)))
+            adding = z3.And(s.has(new_target, b), z3.Not(s.has(s.ar, b)))
             replace_guards.append(z3.Implies(dropped, self.can_enter_replica(s, b, R.OFFLINE)))
             replace_guards.append(z3.Implies(adding, self.can_enter_replica(s, b, R.NEW)))
             replace_rs.append(z3.If(dropped, z3.IntVal(REPLICA_CODES[R.OFFLINE]),
@@ -527,27 +481,27 @@ class Encoding:
         rest = s.isr & ~abandoned
         # The replicas leave the ISR one by one and the last member stays: one of them, whichever went last.
         last = self._param("last_isr_member", z3.BitVecSort(self.n))
-        last_ok = z3.Implies(rest == self.empty(), z3.And(last != self.empty(), last & (last - 1) == self.empty(),
-                                                           self.subset(last, s.isr)))
-        cancelled = new_target == s.oar
+        last_ok = z3.Implies(rest == s.empty(), z3.And(last != s.empty(), last & (last - 1) == s.empty(),
+                                                           s.subset(last, s.isr)))
+        cancelled = new_target == s.original_replicas
         replace = Action(
             "ReassignmentReplace",
             z3.And(
                 self._controller_up(s),
                 s.reassigning,
-                new_target != self.empty(),
-                new_target != s.rar,
+                new_target != s.empty(),
+                new_target != s.target_replicas,
                 *replace_guards,
                 last_ok,
                 self._write_leader(
                     s,
                     t,
-                    z3.If(self.has_id(abandoned, s.leader), z3.IntVal(NONE), s.leader),
-                    z3.If(rest == self.empty(), last, rest),
+                    z3.If(s.has_id(abandoned, s.leader), z3.IntVal(NONE), s.leader),
+                    z3.If(rest == s.empty(), last, rest),
                     s.leader_epoch + 1,
                     reassigning=z3.Not(cancelled),
-                    oar=z3.If(cancelled, self.empty(), s.oar),
-                    rar=z3.If(cancelled, self.empty(), new_target),
+                    original_replicas=z3.If(cancelled, s.empty(), s.original_replicas),
+                    target_replicas=z3.If(cancelled, s.empty(), new_target),
                     ar=kept,
                     replica_state=tuple(replace_rs),
                 ),
@@ -557,7 +511,7 @@ class Encoding:
         # Last step: RAR has joined the ISR and holds the leader; AR becomes RAR, the leftovers go offline.
         removed_rs, removed_guards = [], []
         for b in range(self.n):
-            leaving = z3.And(self.has(s.ar, b), z3.Not(self.has(s.rar, b)))
+            leaving = z3.And(s.has(s.ar, b), z3.Not(s.has(s.target_replicas, b)))
             removed_guards.append(z3.Implies(leaving, self.can_enter_replica(s, b, R.OFFLINE)))
             removed_rs.append(z3.If(leaving, z3.IntVal(REPLICA_CODES[R.OFFLINE]), s.replica_state[b]))
         complete = Action(
@@ -565,19 +519,19 @@ class Encoding:
             z3.And(
                 self._controller_up(s),
                 s.reassigning,
-                self.subset(s.rar, s.isr),
-                self.has_id(s.rar, s.leader),
+                s.subset(s.target_replicas, s.isr),
+                s.has_id(s.target_replicas, s.leader),
                 *removed_guards,
                 self._write_leader(
                     s,
                     t,
                     s.leader,
-                    s.isr & s.rar,
+                    s.isr & s.target_replicas,
                     s.leader_epoch + 1,
-                    ar=s.rar,
+                    ar=s.target_replicas,
                     reassigning=z3.BoolVal(False),
-                    oar=self.empty(),
-                    rar=self.empty(),
+                    original_replicas=s.empty(),
+                    target_replicas=s.empty(),
                     replica_state=tuple(removed_rs),
                 ),
             ),
@@ -596,21 +550,21 @@ class Encoding:
             if to == P.NEW:
                 # Topic creation: a fresh non-empty AR, no leader yet.
                 ar = self._param("new_ar", z3.BitVecSort(self.n))
-                guard += [ar != self.empty(), s.ar == self.empty()]
-                changes.update(ar=ar, isr=self.empty(), leader=z3.IntVal(NONE))
+                guard += [ar != s.empty(), s.ar == s.empty()]
+                changes.update(ar=ar, isr=s.empty(), leader=z3.IntVal(NONE))
                 params = (ar,)
             elif to == P.NON_EXISTENT:
                 # Topic deletion: the partition znodes go; replicas are deleted by their own moves.
                 guard.append(z3.Not(s.reassigning))
-                changes.update(ar=self.empty(), isr=self.empty(), leader=z3.IntVal(NONE))
+                changes.update(ar=s.empty(), isr=s.empty(), leader=z3.IntVal(NONE))
             acts.append(Action(f"PartitionMove({f} -> {to})", z3.And(*guard, self.frame(s, t, **changes)), params))
         for b in range(self.n):
             for f, to in self.replica_moves():
                 guard = [self._controller_up(s), s.replica_state[b] == REPLICA_CODES[f]]
                 if to in (R.NEW, R.ONLINE, R.OFFLINE):
-                    guard.append(self.has(s.ar, b))
+                    guard.append(s.has(s.ar, b))
                 else:
-                    guard.append(z3.Not(self.has(s.ar, b)))  # deletion: the replica has left the AR
+                    guard.append(z3.Not(s.has(s.ar, b)))  # deletion: the replica has left the AR
                 rs = self._set(s.replica_state, b, z3.IntVal(REPLICA_CODES[to]))
                 acts.append(
                     Action(f"ReplicaMove(replica={b}, {f} -> {to})", z3.And(*guard, self.frame(s, t, replica_state=rs)))

@@ -1,4 +1,5 @@
-"""The named safety invariants over the symbolic state, and the auxiliary invariants that make them inductive."""
+"""The induction's invariants: property ids whose formulas (formulas.py) are proved together, and the lemmas
+(strengthenings) that make them inductive."""
 
 from __future__ import annotations
 
@@ -6,15 +7,18 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import z3
-from kcm.checkers.prove.encoding import NONE, PARTITION_CODES, Encoding, State
+from kcm.checkers.prove import formulas
+from kcm.checkers.prove.formulas import StateFormula, StepFormula
+from kcm.checkers.prove.vocabulary import PARTITION_CODES, Sym
 from kcm.model.states import PartitionState as P
-
-StateFormula = Callable[[Encoding, State], Any]
-StepFormula = Callable[[Encoding, State, State], Any]
 
 
 class Invariant(NamedTuple):
-    """A named invariant: state conjuncts, step conjuncts (over s, s') and the auxiliary invariants it needs."""
+    """A named invariant: state conjuncts, step conjuncts (over s, s' and the step) and the lemmas it needs.
+
+    Each conjunct is a property id and its formula from formulas.py; each strengthening is a lemma of the proof
+    (not a catalogue property): its name and meaning, and its formula.
+    """
 
     name: str
     description: str
@@ -23,165 +27,81 @@ class Invariant(NamedTuple):
     strengthening: tuple[tuple[str, StateFormula], ...] = ()
 
 
-def _one_leader_per_epoch(enc: Encoding, s: State) -> Any:
-    n = enc.n
-    return z3.And(
-        [
-            z3.Not(
-                z3.And(s.believes_leader[i], s.believes_leader[j], s.broker_leader_epoch[i] == s.broker_leader_epoch[j])
-            )
-            for i in range(n)
-            for j in range(i + 1, n)
-        ]
-    )
+def _believed_leaders_were_elected(s: Sym) -> Any:
+    return z3.And([
+        z3.Implies(
+            s.replica_leader[i] == b,
+            z3.And(s.elected_at(s.replica_leader_epoch[i]) == b, s.replica_leader_epoch[i] <= s.leader_epoch),
+        )
+        for i, b in enumerate(s.ids)
+    ])
 
 
-def _believed_leaders_were_elected(enc: Encoding, s: State) -> Any:
-    return z3.And(
-        [
-            z3.Implies(
-                s.believes_leader[b],
-                z3.And(s.elected[s.broker_leader_epoch[b]] == b, s.broker_leader_epoch[b] <= s.leader_epoch),
-            )
-            for b in range(enc.n)
-        ]
-    )
-
-
-def _leader_in_isr(enc: Encoding, s: State) -> Any:
-    return z3.Implies(s.leader != NONE, enc.has_id(s.isr, s.leader))
-
-
-def _isr_in_ar(enc: Encoding, s: State) -> Any:
-    # Kafka's exception (properties.controller.leader_in_isr_in_ar): a leaderless partition's one ISR member may
-    # have left AR, dropped by a replaced reassignment while the controller never empties the ISR.
-    single = z3.And(s.isr != enc.empty(), s.isr & (s.isr - 1) == enc.empty())
-    return z3.Or(enc.subset(s.isr, s.ar), z3.And(s.leader == NONE, single))
-
-
-def _no_broker_ahead(enc: Encoding, s: State) -> Any:
-    return z3.And([s.seen_epoch[b] <= s.controller_epoch for b in range(enc.n)])
-
-
-def _controller_epoch_monotone(enc: Encoding, s: State, t: State) -> Any:
-    return t.controller_epoch >= s.controller_epoch
-
-
-def _brokers_never_go_back(enc: Encoding, s: State, t: State) -> Any:
-    # A live broker's accepted controller epoch never decreases: it refused every older one.
-    return z3.And(
-        [z3.Implies(z3.And(s.alive[b], t.alive[b]), t.seen_epoch[b] >= s.seen_epoch[b]) for b in range(enc.n)]
-    )
-
-
-def _ar_shrinks_last(enc: Encoding, s: State, t: State) -> Any:
-    # A replica of the original assignment (OAR, or AR when nothing is being reassigned) leaves AR only in the last
-    # step of a reassignment; a replica only in an abandoned target leaves it when the reassignment is replaced.
-    lost = s.ar & ~t.ar
-    original = z3.If(s.reassigning, s.oar, s.ar)
-    deleted = t.partition_state == PARTITION_CODES[P.NON_EXISTENT]
-    last_step = z3.And(s.reassigning, z3.Not(t.reassigning), t.ar == s.rar, enc.subset(s.rar, t.isr))
-    replaced = z3.And(s.reassigning, t.ar == s.oar | z3.If(t.reassigning, t.rar, s.oar),
-                      z3.If(t.reassigning, t.oar == s.oar, z3.BoolVal(True)))
-    return z3.And(
-        z3.Implies(z3.And(lost & original != enc.empty(), z3.Not(deleted)), last_step),
-        z3.Implies(z3.And(lost != enc.empty(), lost & original == enc.empty(), z3.Not(deleted)),
-                   z3.Or(last_step, replaced)),
-    )
-
-
-def _reassignment_ar_is_union(enc: Encoding, s: State) -> Any:
-    return z3.If(s.reassigning, s.ar == s.oar | s.rar, z3.And(s.oar == enc.empty(), s.rar == enc.empty()))
-
-
-def _absent_partitions_do_not_move(enc: Encoding, s: State) -> Any:
+def _absent_partitions_are_not_reassigned(s: Sym) -> Any:
     return z3.Implies(s.partition_state == PARTITION_CODES[P.NON_EXISTENT], z3.Not(s.reassigning))
 
 
-def _partition_moves_in_table(enc: Encoding, s: State, t: State) -> Any:
-    return z3.Implies(
-        t.partition_state != s.partition_state, enc.partition_allows(s.partition_state, t.partition_state)
-    )
+def _state(*ids: str) -> tuple[tuple[str, StateFormula], ...]:
+    return tuple((i, formulas.STATE[i]) for i in ids)
 
 
-def _replica_moves_in_table(enc: Encoding, s: State, t: State) -> Any:
-    return z3.And(
-        [
-            z3.Implies(
-                t.replica_state[b] != s.replica_state[b], enc.replica_allows(s.replica_state[b], t.replica_state[b])
-            )
-            for b in range(enc.n)
-        ]
-    )
+def _step(*ids: str) -> tuple[tuple[str, StepFormula], ...]:
+    return tuple((i, formulas.STEP[i]) for i in ids)
 
+
+_ELECTED = ("BelievedLeadersWereElected: a broker whose replica leads with epoch e was written as leader with e "
+            "(elected[e] = it) and e <= the leader epoch in ZooKeeper", _believed_leaders_were_elected)
+_ABSENT = "AbsentPartitionsAreNotReassigned: a NonExistentPartition has no reassignment in progress"
+_UNION: Callable[[Sym], Any] = formulas.STATE["ReassignmentArIsUnion"]
 
 INVARIANTS: tuple[Invariant, ...] = (
     Invariant(
         "OneLiveLeaderPerEpoch",
-        "no two brokers believe they lead the partition with the same leader epoch",
-        state=(("OneLiveLeaderPerEpoch", _one_leader_per_epoch),),
-        strengthening=(
-            (
-                "believed-leaders-were-elected: a broker that believes it leads with epoch e was written as "
-                "leader with e (elected[e] = it) and e <= the leader epoch in ZooKeeper",
-                _believed_leaders_were_elected,
-            ),
-        ),
+        "no two live brokers act as leader of the partition with the same leader epoch",
+        state=_state("OneLiveLeaderPerEpoch"),
+        strengthening=(_ELECTED,),
     ),
     Invariant(
         "LeaderInIsrInAr",
         "the leader is in the ISR and the ISR is a subset of AR",
-        state=(("leader-in-isr", _leader_in_isr), ("isr-in-ar", _isr_in_ar)),
+        state=_state("LeaderInIsrInAr"),
         strengthening=(
             (
                 "ReassignmentArIsUnion: during a reassignment AR = OAR + RAR, otherwise OAR = RAR = {} (the "
                 "reassignment selector elects in RAR, so in AR; needed since ISR may keep a replica outside AR)",
-                _reassignment_ar_is_union,
+                _UNION,
             ),
-            (
-                "absent-partitions-are-not-reassigned: a NonExistentPartition has no reassignment in progress",
-                _absent_partitions_do_not_move,
-            ),
+            (_ABSENT, _absent_partitions_are_not_reassigned),
         ),
     ),
     Invariant(
         "ControllerEpochMonotone",
         "the controller epoch only grows, no broker is ahead of it, no live broker accepts an older one",
-        state=(("NoBrokerAheadOfZk", _no_broker_ahead),),
-        step=(
-            ("ControllerEpochMonotone", _controller_epoch_monotone),
-            ("brokers-refuse-older-controller-epochs", _brokers_never_go_back),
-        ),
+        state=_state("NoBrokerAheadOfZk"),
+        step=_step("ControllerEpochMonotone"),
     ),
     Invariant(
         "ArShrinksLast",
         "a replica of the original assignment leaves AR only in the step completing a reassignment (AR := RAR, RAR "
         "in ISR) or on deletion; a replica only in an abandoned target leaves it when the reassignment is replaced",
-        state=(("ReassignmentArIsUnion", _reassignment_ar_is_union),),
-        step=(("ArShrinksLast", _ar_shrinks_last),),
+        state=_state("ReassignmentArIsUnion"),
+        step=_step("ArShrinksLast"),
         strengthening=(
-            (
-                "absent-partitions-are-not-reassigned: a NonExistentPartition has no reassignment in progress "
-                "(creation would otherwise overwrite AR under a reassignment)",
-                _absent_partitions_do_not_move,
-            ),
+            (_ABSENT + " (creation would otherwise overwrite AR under a reassignment)",
+             _absent_partitions_are_not_reassigned),
         ),
     ),
     Invariant(
         "ValidTransition",
         "every partition and replica state change is a move of the rule set's table",
-        step=(
-            ("partition-moves-in-table", _partition_moves_in_table),
-            ("replica-moves-in-table", _replica_moves_in_table),
-        ),
+        step=_step("ValidTransition"),
     ),
 )
 
 
 def proved_ids() -> frozenset[str]:
-    """The catalogue ids the induction proves: each invariant's name and its conjuncts named by a catalogue id."""
-    return frozenset(n for inv in INVARIANTS for n in (inv.name, *(c for c, _ in (*inv.state, *inv.step)))
-                     if n[:1].isupper())
+    """The catalogue ids the induction proves: each invariant's name and its conjuncts' ids."""
+    return frozenset(n for inv in INVARIANTS for n in (inv.name, *(c for c, _ in (*inv.state, *inv.step))))
 
 
 _ONE_PARTITION = "the encoding holds one partition and no topic, so nothing is created, deleted or compared across"
@@ -193,13 +113,14 @@ _NOT_SAFETY = "not a safety invariant: a reachability goal or a liveness propert
 # list and proved_ids() to the catalogue.
 NOT_PROVED: dict[str, str] = {
     "ElectedLeaderRecorded": "the encoding writes the ghost `elected` with the znode in the same step, so it holds "
-                             "by construction (believed-leaders-were-elected states what brokers act on instead)",
+                             "by construction (the lemma BelievedLeadersWereElected states what brokers act on "
+                             "instead)",
     "OneLeaderPerEpoch": "the encoding's ghost `elected` is an array indexed by leader epoch, one leader per epoch "
                          "by construction; what brokers believe is proved instead (OneLiveLeaderPerEpoch)",
     "LeaderEpochMonotone": "an election writes the next leader epoch by construction (the seeded bug switch "
                            "bump_epoch_on_election=False breaks OneLiveLeaderPerEpoch instead)",
-    "EpochFencing": _NO_REQUESTS + " (what it guards, brokers never going back, is ControllerEpochMonotone's step "
-                                   "conjunct brokers-refuse-older-controller-epochs)",
+    "EpochFencing": _NO_REQUESTS + " (what it guards, live brokers never going back, is part of "
+                                   "ControllerEpochMonotone's step formula)",
     "ZkEpochFencing": _NO_REQUESTS,
     "CleanElection": _NO_REQUESTS,
     "ControllerActive": _NO_REQUESTS,

@@ -62,14 +62,14 @@ def _members(enc: Encoding, model: z3.ModelRef, bv: Any) -> list[int]:
 def describe(enc: Encoding, model: z3.ModelRef, s: State) -> dict[str, Any]:
     """A concrete state of the model, readable: Kafka's names, brokers as lists."""
     n = range(enc.n)
-    epochs = {_value(model, s.broker_leader_epoch[b]) for b in n} | {_value(model, s.leader_epoch)}
+    epochs = {_value(model, s.replica_leader_epoch[b]) for b in n} | {_value(model, s.leader_epoch)}
     return {
         "controller_epoch": _value(model, s.controller_epoch),
         "controller": _value(model, s.controller),
         "alive": [b for b in n if _value(model, s.alive[b])],
-        "broker_controller_epoch": [_value(model, s.seen_epoch[b]) for b in n],
-        "believes_leader": [b for b in n if _value(model, s.believes_leader[b])],
-        "broker_leader_epoch": [_value(model, s.broker_leader_epoch[b]) for b in n],
+        "broker_controller_epoch": [_value(model, s.broker_controller_epoch[b]) for b in n],
+        "believes_leader": [b for b in n if _value(model, s.replica_leader[b]) == b],
+        "broker_leader_epoch": [_value(model, s.replica_leader_epoch[b]) for b in n],
         "partition_state": _name(P.ALL, _value(model, s.partition_state)),
         "replica_state": [_name(R.ALL, _value(model, s.replica_state[b])) for b in n],
         "leader": _value(model, s.leader),
@@ -77,8 +77,8 @@ def describe(enc: Encoding, model: z3.ModelRef, s: State) -> dict[str, Any]:
         "isr": _members(enc, model, s.isr),
         "ar": _members(enc, model, s.ar),
         "reassigning": _value(model, s.reassigning),
-        "oar": _members(enc, model, s.oar),
-        "rar": _members(enc, model, s.rar),
+        "oar": _members(enc, model, s.original_replicas),
+        "rar": _members(enc, model, s.target_replicas),
         "elected": {e: _value(model, s.elected[e]) for e in sorted(epochs) if e >= 0},
     }
 
@@ -88,9 +88,9 @@ def _name(names: tuple[str, ...], code: int) -> str:
 
 
 def _conjuncts(enc: Encoding, inv: Invariant, s: State, with_strengthening: bool) -> list[tuple[str, Any]]:
-    parts = [("well-typed", enc.well_typed(s))] + [(name, f(enc, s)) for name, f in inv.state]
+    parts = [("well-typed", enc.well_typed(s))] + [(name, f(s)) for name, f in inv.state]
     if with_strengthening:
-        parts += [(name.split(":")[0], f(enc, s)) for name, f in inv.strengthening]
+        parts += [(name.split(":")[0], f(s)) for name, f in inv.strengthening]
     return parts
 
 
@@ -99,7 +99,7 @@ def _find_cti(enc: Encoding, inv: Invariant, with_strengthening: bool) -> Counte
     s, t = enc.state("s"), enc.state("t")
     before = _conjuncts(enc, inv, s, with_strengthening)
     after = _conjuncts(enc, inv, t, with_strengthening)
-    steps = [(name, f(enc, s, t)) for name, f in inv.step]
+    steps = [(name, f(s, t, enc.step(s, t))) for name, f in inv.step]
     solver = z3.Solver()
     solver.add(*[f for _, f in before])
     for act in enc.actions(s, t):
@@ -174,9 +174,9 @@ def bmc(enc: Encoding, inv: Invariant, depth: int) -> Result:
     labels: list[list[Action]] = []
     for k in range(depth + 1):
         s = states[k]
-        goals = [(name, f(enc, s)) for name, f in inv.state]
+        goals = [(name, f(s)) for name, f in inv.state]
         if k > 0:
-            goals += [(name, f(enc, states[k - 1], s)) for name, f in inv.step]
+            goals += [(name, f(states[k - 1], s, enc.step(states[k - 1], s))) for name, f in inv.step]
         for name, goal in goals:
             solver.push()
             solver.add(z3.Not(goal))
