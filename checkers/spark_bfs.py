@@ -43,16 +43,16 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from kcm.checkers.bfs import (
+from kcm.checkers.checkpoint import Checkpointer, Snapshot
+from kcm.checkers.level_loop import (
     Progress,
     ProgressFn,
-    _eta,
     checkpoint_meta,
+    eta,
     restore_counters,
     should_stop,
     unreached,
 )
-from kcm.checkers.checkpoint import Checkpointer, Snapshot
 from kcm.checkers.spark_checkpoint import NO_PARENT, Links, rows_of
 from kcm.checkers.spark_expand import NAMES, order_key, to_long
 from kcm.checkers.spark_session import DEFAULT_MEMORY, spark_session
@@ -625,7 +625,7 @@ def explore(model: Any, spark: Any, max_states: int | None = None, progress: Pro
             if line != reported:
                 reported = line
                 progress(Progress(*line, seconds, states / seconds if seconds else 0.0,
-                                  _eta(sizes, width, 0, 0, max(1, before), seconds)))
+                                  eta(sizes, width, 0, 0, max(1, before), seconds)))
         if known and not width:
             break
         if ends or max_states is not None and states >= max_states:

@@ -26,28 +26,17 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import pickle
-import time
 from collections.abc import Collection
 from multiprocessing.connection import wait
 from typing import Any
 
 import numpy as np
-from kcm.checkers.bfs import (
-    Progress,
-    ProgressFn,
-    checkpoint_meta,
-    first_frontier,
-    goal_traces,
-    least_of,
-    should_stop,
-    unreached,
-    write_stop_checkpoint,
-)
 from kcm.checkers.checkpoint import Checkpointer, Snapshot
 from kcm.checkers.collector import no_collections
+from kcm.checkers.level_loop import Level, ProgressFn, Stopped, Tick, least, run, unreached
 from kcm.checkers.stopping import StopRequest, ignore_signals
 from kcm.checkers.verdicts import Exploration, indexed_successors, state_checks, step_checks
-from kcm.checkers.visited import FP, replay
+from kcm.checkers.visited import FP, Visited
 from kcm.model.interface import STATE_KINDS, STEP_KINDS
 from kcm.properties.reads import Rechecks
 
@@ -56,16 +45,6 @@ MIN_MOVE = 32  # fewer states than this are never handed over (the pickling woul
 POLL = 4  # states expanded between two looks for a request to hand over work
 MIN_STEAL = 4  # a worker with fewer states left to expand keeps them
 WATCH = 0.25  # seconds between two looks at the stop request while the coordinator waits for its workers
-
-
-class _Stopped(Exception):
-    """The coordinator gave up the level in work for a stop request (see `checkers/stopping.py`)."""
-
-
-def _least(best: dict[str, tuple[int, int]], names: list[str], key: tuple[int, int]) -> None:
-    for name in names:
-        if best.get(name, key) >= key:
-            best[name] = key
 
 
 class _Worker:
@@ -134,10 +113,10 @@ class _Worker:
                     transitions += 1
                     bad_step, hit = step_checks(model, state, action, nxt, effects, step_props)
                     if bad_step:
-                        _least(step_best, bad_step, (pos, aidx))
+                        least(step_best, bad_step, (pos, aidx))
                     if hit:
                         reached.update(hit)
-                        _least(goal_best, hit, (pos, aidx))
+                        least(goal_best, hit, (pos, aidx))
                     fp = fingerprint(nxt)
                     at = seen.get(fp)
                     if at is not None:
@@ -196,10 +175,10 @@ class _Worker:
             # A property reading only parts the step left as they were has the parent's verdict (as in bfs).
             bad, hit = state_checks(model, state, after_step(frontier[local[i]][1], state))
             if bad:
-                _least(state_best, bad, (int(parents[i]), int(actions[i])))
+                least(state_best, bad, (int(parents[i]), int(actions[i])))
             if hit:
                 hits.update(hit)
-                _least(goal_best, hit, (int(parents[i]), int(actions[i])))
+                least(goal_best, hit, (int(parents[i]), int(actions[i])))
             kept.append((pos, state))
         self.states, self.local = [], []
         self.conn.send(("verdicts", state_best, hits, goal_best))
@@ -276,10 +255,10 @@ class _Pool:
 
     def _ready_any(self, stop: StopRequest | None = None) -> list[int]:
         """The workers that have written something (waiting for one; RuntimeError if a worker died instead,
-        _Stopped if `stop` asks for it meanwhile)."""
+        Stopped if `stop` asks for it meanwhile)."""
         while True:
             if stop is not None and stop.poll():
-                raise _Stopped
+                raise Stopped
             ready = wait(self.conns + [p.sentinel for p in self.procs], timeout=None if stop is None else WATCH)
             if ready:
                 break
@@ -290,7 +269,7 @@ class _Pool:
 
     def expand(self, stop: StopRequest | None = None) -> list[tuple]:
         """One level's expansion: every worker's report, an idle worker taking half of a busy one's states left
-        (_Stopped if `stop` asks for it before the level is done)."""
+        (Stopped if `stop` asks for it before the level is done)."""
         count = len(self.conns)
         for w in range(count):
             self.send(w, ("expand",))
@@ -385,71 +364,45 @@ def plan_moves(counts: list[int]) -> list[tuple[int, int, int]]:
     return [m for m in moves if m[2] >= 1]
 
 
-def explore(model: Any, workers: int, max_states: int | None = None, progress: ProgressFn | None = None,
-            checkpoint: Checkpointer | None = None, resume: Snapshot | None = None,
-            stop_at: Collection[str] | None = None, coverage: bool = False,
-            stop: StopRequest | None = None) -> Exploration:
-    """Explore the boundary with `workers` processes; the same result as `bfs.explore` (see the module), the
-    coverage counts (`coverage`) included; `stop` cuts it short as it does `bfs.search`."""
-    found = Exploration(f"local, {workers} workers")
-    if coverage:
-        from kcm.checkers.tally import Tally
+class SharedLevels:
+    """The owner processes' levels: the frontier's states live in the workers, the visited set here."""
 
-        found.tally = Tally()
-    start = time.perf_counter()
-    props = [p for p in model.properties() if p.expectation in STATE_KINDS]
-    visited, frontier_fps, states, witnesses, depth, sizes, expanded, spent = first_frontier(
-        model, props, found, resume)
-    pool = _Pool(model, [[(p, states[p]) for p in range(w, len(states), workers)] for w in range(workers)],
-                 coverage)
-    del states
-    grace = 10.0
-    try:
-        with no_collections():
-            _coordinate(model, pool, found, start, visited, frontier_fps, witnesses, depth, sizes, expanded, spent,
-                        max_states, progress, checkpoint, stop_at, stop)
-    finally:
-        if stop is not None and stop.reason is not None:
-            grace = 1.0  # the workers hold nothing the checkpoint needs: a level in work is not waited for
-        pool.close(grace)
-    return found
+    def __init__(self, model: Any, workers: int, coverage: bool = False) -> None:
+        self.model, self.workers, self.coverage = model, workers, coverage
+        self.pool: _Pool | None = None
 
+    def begin(self, states: list[Any]) -> Any:
+        """Start the workers, each with every `workers`-th state of the first frontier."""
+        n = self.workers
+        self.pool = _Pool(self.model, [[(p, states[p]) for p in range(w, len(states), n)] for w in range(n)],
+                          self.coverage)
+        return None
 
-def _coordinate(model: Any, pool: _Pool, found: Exploration, start: float, visited: Any, frontier_fps: list[int],
-                witnesses: dict[str, Any], depth: int, sizes: list[int], expanded: int, spent: float,
-                max_states: int | None, progress: ProgressFn | None, checkpoint: Checkpointer | None,
-                stop_at: Collection[str] | None, stop: StopRequest | None = None) -> None:
-    """The coordinator's level loop (the same bookkeeping as `bfs.search`); fills `found`."""
-    workers = len(pool.conns)
-    frontier = len(frontier_fps)
-    stopped = should_stop(stop_at, witnesses)
-    interrupted = False
-    while frontier and not stopped:
-        if stop is not None and stop.poll():
-            interrupted = True
-            break
-        if checkpoint is not None and checkpoint.due():
-            checkpoint.write(visited, frontier_fps, checkpoint_meta(found, witnesses, depth, sizes, expanded,
-                                                                    spent + time.perf_counter() - start))
-        level_start = time.perf_counter()
-        try:
-            reports = pool.expand(stop)
-        except _Stopped:  # nothing of the level is recorded yet: the search is as it was at the level's start
-            interrupted = True
-            break
+    def halt(self) -> None:
+        """Stop the workers at once: they hold nothing the checkpoint needs."""
+        self.close(1.0)
+
+    def close(self, grace: float = 10.0) -> None:
+        """Stop the workers (if started), waiting `grace` seconds for each."""
+        if self.pool is not None:
+            self.pool.close(grace)
+
+    def expand(self, frontier: Any, visited: Visited, found: Exploration, tick: Tick) -> Level:
+        """One level across the workers: their candidates deduped here, the winners judged there."""
+        pool = self.pool
+        assert pool is not None
+        reports = pool.expand(tick.stop)  # Stopped: nothing of the level is recorded yet
         best: dict[str, tuple[int, int]] = {}
         goal_best: dict[str, tuple[int, int]] = {}
-        known = set(found.reached)
         for _, _, _, _, step_best, reached, transitions, goals, counted in reports:
             found.transitions += transitions
             found.reached.update(reached)
             for name, key in goals.items():
-                least_of(goal_best, known, [name], key)
+                least(goal_best, (name,), key)
             if counted is not None:
                 found.tally.merge(counted)
             for name, key in step_best.items():
-                if name not in witnesses:
-                    _least(best, [name], key)
+                least(best, (name,), key)
         fps = np.concatenate([r[1] for r in reports])
         parents = np.concatenate([r[2] for r in reports])
         actions = np.concatenate([r[3] for r in reports])
@@ -461,57 +414,42 @@ def _coordinate(model: Any, pool: _Pool, found: Exploration, start: float, visit
         first = np.ones(order.size, dtype=bool)
         first[1:] = fps[order[1:]] != fps[order[:-1]]
         won = order[first]
-        new_fps = fps[won]
-        counts = [int(np.count_nonzero(who[won] == w)) for w in range(workers)]
+        counts = [int(np.count_nonzero(who[won] == w)) for w in range(self.workers)]
         moves = plan_moves(counts)
-        for w in range(workers):
+        for w in range(self.workers):
             mine = np.flatnonzero(who[won] == w)
             pool.send(w, ("winners", index[won][mine], mine, found.reached,
                           [c for g, _, c in moves if g == w], sum(1 for _, t, _ in moves if t == w)))
-        if new_fps.size:  # while the workers judge their new states
-            visited.add_level(new_fps, parents[won], actions[won])
-        for w in range(workers):
+        for w in range(self.workers):
             _, state_best, reached, goals = pool.recv(w)
             found.reached.update(reached)
             for name, key in goals.items():
-                least_of(goal_best, known, [name], key)
+                least(goal_best, (name,), key)
             for name, key in state_best.items():
-                if name not in witnesses:
-                    _least(best, [name], key)
+                least(best, (name,), key)
         for giver, taker, _ in moves:
             pool.relay(giver, taker)
-        for links, into in ((best, witnesses), (goal_best, found.goals)):
-            for name, (parent, aidx) in links.items():
-                root, steps = visited.path(depth, parent)
-                into[name] = (root, steps + [aidx])
-        expanded += frontier
-        frontier = int(new_fps.size)
-        frontier_fps = new_fps.tolist()
-        found.levels.append((frontier, time.perf_counter() - level_start))
-        if frontier:
-            depth += 1
-            sizes.append(frontier)
-        if progress is not None:
-            seconds = spent + time.perf_counter() - start
-            progress(Progress(depth, len(visited), frontier, seconds, len(visited) / seconds if seconds else 0.0,
-                              None))
-        stopped = should_stop(stop_at, witnesses)
-        if max_states is not None and len(visited) >= max_states and frontier:
-            found.complete = False
-            break
-    if interrupted:
-        found.complete = False
-        pool.close(1.0)  # before the write: workers still expanding would only grow (see --max-memory)
-        write_stop_checkpoint(stop, checkpoint, visited, frontier_fps,
-                              checkpoint_meta(found, witnesses, depth, sizes, expanded,
-                                              spent + time.perf_counter() - start))
-    if stopped and frontier:
-        found.complete = False
-        found.stopped = True
-    found.violations = {name: replay(model, root, steps) for name, (root, steps) in sorted(witnesses.items())}
-    goal_traces(model, found)
-    found.distinct_states = len(visited)
-    found.depth = depth
-    found.seconds = spent + time.perf_counter() - start
-    found.bytes_per_state = visited.nbytes() / max(1, len(visited))
-    found.visited = visited
+        return Level(fps[won], parents[won], actions[won], None, best, goal_best)
+
+
+def explore(model: Any, workers: int, max_states: int | None = None, progress: ProgressFn | None = None,
+            checkpoint: Checkpointer | None = None, resume: Snapshot | None = None,
+            stop_at: Collection[str] | None = None, coverage: bool = False,
+            stop: StopRequest | None = None) -> Exploration:
+    """Explore the boundary with `workers` processes; the same result as `bfs.explore` (see the module), the
+    coverage counts (`coverage`) included; `stop` cuts it short as it does `bfs.search`."""
+    found = Exploration(f"local, {workers} workers")
+    if coverage:
+        from kcm.checkers.tally import Tally
+
+        found.tally = Tally()
+    levels = SharedLevels(model, workers, coverage)
+    grace = 10.0
+    try:
+        with no_collections():
+            run(model, found, levels, max_states, progress, checkpoint, resume, stop_at=stop_at, stop=stop)
+    finally:
+        if stop is not None and stop.reason is not None:
+            grace = 1.0  # the workers hold nothing the checkpoint needs: a level in work is not waited for
+        levels.close(grace)
+    return found

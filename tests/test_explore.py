@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from kcm.checkers import bfs
+from kcm.checkers import bfs, level_loop
 from kcm.checkers.bounded import BadConfig, BoundedSystem, load_config
 from kcm.checkers.scenario import parse_text, run
 from kcm.model.actions import Consume, PreferredElection, Reassign
@@ -185,5 +185,5 @@ def test_progress_reports_every_level_when_asked_and_the_estimate_is_finite_once
     assert reports[-1].states == found.distinct_states and reports[-1].frontier == 0
     assert [r.states for r in reports] == sorted(r.states for r in reports)
     assert reports[-2].eta_seconds is not None and reports[-2].eta_seconds >= 0
-    assert bfs._eta([1, 4, 16], 16, 0, 0, 21, 1.0) is None  # a frontier still growing has no estimate
+    assert level_loop.eta([1, 4, 16], 16, 0, 0, 21, 1.0) is None  # a frontier still growing has no estimate
 

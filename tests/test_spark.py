@@ -235,7 +235,7 @@ def test_spark_submit_to_a_loopback_standalone_cluster_ships_kcm_and_gives_the_l
 
 
 def test_a_spark_error_is_told_by_its_python_exception_line():
-    from kcm.commands.explore import _first_line
+    from kcm.checkers.engines import first_line as _first_line
 
     worker = RuntimeError("An exception was thrown from the Python worker: Traceback (most recent call last):\n"
                           '  File "worker.py", line 1, in main\n'

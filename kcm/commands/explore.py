@@ -18,8 +18,7 @@ from kcm.properties import catalogue, user
 from kcm.properties.user import BadProperty
 
 if TYPE_CHECKING:  # the explorers' modules need NumPy: imported where they run (see _run)
-    from kcm.checkers.bfs import Progress
-    from kcm.checkers.checkpoint import Checkpointer
+    from kcm.checkers.level_loop import Progress
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -101,118 +100,141 @@ def main(args: argparse.Namespace) -> int:
         return PARTIAL
 
 
-def _run(args: argparse.Namespace, stop: stopping.StopRequest) -> int:
-    """`main` with SIGINT and SIGTERM handled by `stop`."""
-    # The explorers need NumPy, which the core install leaves out: imported here, so that `--help` works there.
-    from kcm.checkers import bfs, checkpoint
-    from kcm.checkers.checkpoint import BadCheckpoint, Checkpointer
+class _Refused(Exception):
+    """A flag, config or file kcm explore refuses, told in one line (exit 2)."""
 
-    if args.walks is not None and (args.walks < 1 or args.depth < 0):
-        print("kcm explore: --walks takes N >= 1 and --depth D >= 0", file=sys.stderr)
-        return 2
+
+def _run(args: argparse.Namespace, stop: stopping.StopRequest) -> int:
+    """`main` with SIGINT and SIGTERM handled by `stop`: parse, call the engine the registry names, print."""
+    # The explorers need NumPy, which the core install leaves out: imported here, so that `--help` works there.
+    from kcm.checkers import engines
+    from kcm.checkers.checkpoint import BadCheckpoint
+
     try:
-        cfg = load_config(args.config)
-        mine = user.load_all(args.user_properties, catalogue.ids())
-        if mine and (args.symmetry or args.symmetry_compare):
-            raise BadProperty("--property: not with --symmetry (a predicate of yours may tell brokers apart)")
-        only = _only(args.only, cfg, mine)
-        model = BoundedSystem(cfg)
-        model.add_properties(mine, only)
-        wanted = ("symmetry",) if args.symmetry else reductions.parse(args.reductions)
-        choice = reductions.choose(model, wanted, user_properties=bool(mine), exhaustive=args.walks is None)
-        explored = choice.model
-    except (BadConfig, ValueError) as err:
+        model, mine, choice = _prepare(args)
+        if args.estimate is not None:
+            return _estimate(args, choice.model, model.cfg.get("name", args.config))
+        options = _options(args, model, mine, choice, stop)
+        found = engines.explore(engines.name_of(args.engine, args.workers, args.walks is not None), choice.model,
+                                options)
+        summary, cov = _summary(args, model, choice, found, options, stop)
+        _write(args, summary)
+    except (_Refused, BadConfig, ValueError, BadCheckpoint, engines.EngineError, OSError, RuntimeError) as err:
         print(f"kcm explore: {err}", file=sys.stderr)
         return 2
+    if not args.coverage:
+        summary.pop("coverage", None)
+    _print(args, summary, cov)
+    if stop.acted:  # whatever it found so far, the run is to be resumed
+        return PARTIAL
+    return 1 if summary["counterexamples"] else 0 if summary["complete"] else PARTIAL
+
+
+def _prepare(args: argparse.Namespace) -> tuple[BoundedSystem, list[Any], Any]:
+    """The config's bounded system, the user's properties and the reductions chosen, after the flags are checked
+    (_Refused, BadConfig or ValueError on a bad one)."""
+    if args.walks is not None and (args.walks < 1 or args.depth < 0):
+        raise _Refused("--walks takes N >= 1 and --depth D >= 0")
+    cfg = load_config(args.config)
+    mine = user.load_all(args.user_properties, catalogue.ids())
+    if mine and (args.symmetry or args.symmetry_compare):
+        raise BadProperty("--property: not with --symmetry (a predicate of yours may tell brokers apart)")
+    only = _only(args.only, cfg, mine)
+    model = BoundedSystem(cfg)
+    model.add_properties(mine, only)
+    wanted = ("symmetry",) if args.symmetry else reductions.parse(args.reductions)
+    choice = reductions.choose(model, wanted, user_properties=bool(mine), exhaustive=args.walks is None)
     if args.out and (why := flags.prepare_folder(args.out)):
-        print(f"kcm explore: --out {args.out}: {why}", file=sys.stderr)
-        return 2
+        raise _Refused(f"--out {args.out}: {why}")
     if args.checkpoint_every < 0:
-        print("kcm explore: --checkpoint-every must be 0 or more seconds", file=sys.stderr)
-        return 2
+        raise _Refused("--checkpoint-every must be 0 or more seconds")
     if args.workers < 1 or args.workers > 256 or args.workers > 1 and (args.engine != "local" or args.walks):
-        print("kcm explore: --workers takes 1 to 256, with the local engine's exhaustive search", file=sys.stderr)
-        return 2
+        raise _Refused("--workers takes 1 to 256, with the local engine's exhaustive search")
     if args.walks is not None and (args.checkpoint is not None or args.resume is not None):
-        print("kcm explore: --checkpoint and --resume are for the exhaustive search, not --walks", file=sys.stderr)
-        return 2
+        raise _Refused("--checkpoint and --resume are for the exhaustive search, not --walks")
     if args.walks is not None and args.coverage:
-        print("kcm explore: --coverage counts the exhaustive search's transitions, not --walks", file=sys.stderr)
-        return 2
+        raise _Refused("--coverage counts the exhaustive search's transitions, not --walks")
     if args.max_memory is not None and (args.walks is not None or not stopping.can_measure()):
-        print("kcm explore: --max-memory is for the exhaustive search, on a system with /proc (Linux)",
-              file=sys.stderr)
-        return 2
-    if args.estimate is not None:
-        return _estimate(args, explored, model.cfg.get("name", args.config))
+        raise _Refused("--max-memory is for the exhaustive search, on a system with /proc (Linux)")
+    return model, mine, choice
+
+
+def _options(args: argparse.Namespace, model: BoundedSystem, mine: list[Any], choice: Any,
+             stop: stopping.StopRequest) -> Any:
+    """The engine's options from the flags: the checkpoint to write (one is kept for a stop even without
+    --checkpoint) and the one to resume (BadCheckpoint if it is not this run's), the bounds, progress lines."""
+    from kcm.checkers import bfs, checkpoint, engines
+
     identity = checkpoint.config_identity(dict(model.cfg, user_properties=user.identity(model.properties()))
                                           if mine else model.cfg, choice.identity())
-    resume = None
-    try:
-        checkpointer = (Checkpointer(args.checkpoint, args.checkpoint_every, identity, engine=args.engine)
-                        if args.checkpoint is not None else None)
-        if checkpointer is None and args.walks is None:  # written only if the run is stopped (see --max-memory)
-            checkpointer = Checkpointer(default_checkpoint(model.cfg.get("name", args.config)), math.inf, identity,
-                                        engine=args.engine)
-        if args.resume is not None:
-            resume = checkpoint.load(args.resume, identity)
-    except BadCheckpoint as err:
-        print(f"kcm explore: {err}", file=sys.stderr)
-        return 2
-    stop_at = None if args.keep_going or args.walks is not None else bfs.safety_names(explored)
+    checkpointer = None
+    if args.checkpoint is not None:
+        checkpointer = checkpoint.Checkpointer(args.checkpoint, args.checkpoint_every, identity, engine=args.engine)
+    elif args.walks is None:  # written only if the run is stopped (see --max-memory)
+        checkpointer = checkpoint.Checkpointer(default_checkpoint(model.cfg.get("name", args.config)), math.inf,
+                                               identity, engine=args.engine)
+    resume = checkpoint.load(args.resume, identity) if args.resume is not None else None
+    stop_at = None if args.keep_going or args.walks is not None else bfs.safety_names(choice.model)
+    return engines.Options(
+        max_states=args.max_states, progress=None if args.quiet else _progress, checkpoint=checkpointer,
+        resume=resume, stop_at=stop_at, coverage=_counting(args), stop=stop, workers=args.workers,
+        walks=args.walks or 1, depth=args.depth, seed=args.seed, walk_progress=None if args.quiet else _walk_progress,
+        master=args.master, spark_memory=args.spark_memory, conf=args.conf, spark_log=args.spark_log,
+        driver_below=args.driver_below)
 
-    def progress(p: Progress) -> None:
-        if not args.quiet:
-            eta = "ETA unknown (frontier still growing)" if p.eta_seconds is None else \
-                f"ETA ~{p.eta_seconds:,.0f} s (estimate from the frontier's growth)"
-            print(f"level {p.level}: {p.states:,} distinct states, {p.states_per_second:,.0f} states/s, "
-                  f"frontier {p.frontier:,}, {eta}", file=sys.stderr, flush=True)
 
-    def walk_progress(walks: int, states: int, seconds: float) -> None:
-        if not args.quiet:
-            print(f"walks {walks}: {states} distinct states, {states / seconds if seconds else 0:,.0f} states/s",
-                  file=sys.stderr, flush=True)
+def _progress(p: Progress) -> None:
+    """A progress line of the breadth-first search, on stderr."""
+    eta = "ETA unknown (frontier still growing)" if p.eta_seconds is None else \
+        f"ETA ~{p.eta_seconds:,.0f} s (estimate from the frontier's growth)"
+    print(f"level {p.level}: {p.states:,} distinct states, {p.states_per_second:,.0f} states/s, "
+          f"frontier {p.frontier:,}, {eta}", file=sys.stderr, flush=True)
 
-    if args.engine == "spark":
-        found = _spark(args, explored, checkpointer, resume, progress, walk_progress, stop_at, stop)
-        if isinstance(found, int):
-            return found
-    elif args.walks is not None:
-        found = walk.walk(explored, args.walks, args.depth, args.seed, progress=walk_progress)
-    else:
-        try:
-            if args.workers > 1:
-                from kcm.checkers import workers
 
-                with stop.search():
-                    found = workers.explore(explored, args.workers, args.max_states, progress, checkpointer,
-                                            resume, stop_at=stop_at, coverage=_counting(args), stop=stop)
-            else:
-                with stop.search():
-                    found = bfs.explore(explored, args.max_states, progress, checkpointer, resume, stop_at=stop_at,
-                                        coverage=_counting(args), stop=stop)
-        except (OSError, BadCheckpoint, RuntimeError) as err:
-            print(f"kcm explore: {err}", file=sys.stderr)
-            return 2
+def _walk_progress(walks: int, states: int, seconds: float) -> None:
+    """A progress line of the random walks, on stderr."""
+    print(f"walks {walks}: {states} distinct states, {states / seconds if seconds else 0:,.0f} states/s",
+          file=sys.stderr, flush=True)
+
+
+def _summary(args: argparse.Namespace, model: BoundedSystem, choice: Any, found: Any, options: Any,
+             stop: stopping.StopRequest) -> tuple[dict[str, Any], Any]:
+    """The run's summary (the JSON document: verdicts with the liveness ones, the reductions, the stop) and its
+    coverage (None unless the run counted it)."""
+    from kcm.checkers import engines
+
+    explored = choice.model
     if args.walks is None and not stop.acted:  # a walk sees no whole graph: its EVENTUALLY verdicts stay "not judged"
-        found = reductions.shorten(choice, found, args.max_states, stop_at)
+        found = reductions.shorten(choice, found, args.max_states, options.stop_at)
         liveness.add_verdicts(found, model, args.max_states)
     summary = found.to_json(explored)
     summary["config"] = model.cfg.get("name", args.config)
     summary["reductions"] = choice.to_dict()
     if stop.acted:
-        assert checkpointer is not None
-        summary["interrupted"] = {"reason": stop.reason, "checkpoint": str(checkpointer.path),
-                                  "resume": resume_command(args, str(checkpointer.path))}
+        path = str(options.checkpoint.path)
+        summary["interrupted"] = {"reason": stop.reason, "checkpoint": path, "resume": resume_command(args, path)}
     # Unreduced on the local engine: every engine the same counts.
     if args.symmetry_compare and choice.applied and not stop.acted:
-        unreduced = (walk.walk(model, args.walks, args.depth, args.seed) if args.walks is not None
-                     else bfs.explore(model, args.max_states, stop_at=stop_at))
+        unreduced = engines.explore("walks" if args.walks is not None else "local", model, engines.Options(
+            max_states=args.max_states, stop_at=options.stop_at, walks=options.walks, depth=args.depth,
+            seed=args.seed))
         summary["reductions"]["unreduced_states"] = unreduced.distinct_states
     if "symmetry" in choice.applied:
         summary["symmetry"] = {"group_size": len(explored.group), "reduced_states": found.distinct_states}
         if "unreduced_states" in summary["reductions"]:
             summary["symmetry"]["unreduced_states"] = summary["reductions"]["unreduced_states"]
+    cov = None
+    if found.tally is not None:  # counted by the run's own engine as it took each transition
+        from kcm.checkers import coverage
+
+        cov = coverage.of_run(model, found.tally, summary["config"])
+        summary["coverage"] = cov.to_dict()
+    return summary, cov
+
+
+def _write(args: argparse.Namespace, summary: dict[str, Any]) -> None:
+    """The files asked for: the counterexamples as scenarios (--out), the HTML and Markdown reports (_Refused
+    naming the file that could not be written)."""
     if args.out:
         folder = Path(args.out)
         try:
@@ -220,45 +242,37 @@ def _run(args: argparse.Namespace, stop: stopping.StopRequest) -> int:
             for name, cex in summary["counterexamples"].items():
                 (folder / f"{name}.json").write_text(json.dumps(cex["scenario"], indent=1) + "\n")
         except OSError as err:
-            print(f"kcm explore: --out {args.out}: {err.strerror or err}", file=sys.stderr)
-            return 2
-    cov = None
-    if found.tally is not None:  # counted by the run's own engine as it took each transition
-        from kcm.checkers import coverage
-
-        cov = coverage.of_run(model, found.tally, summary["config"])
-        summary["coverage"] = cov.to_dict()
+            raise _Refused(f"--out {args.out}: {err.strerror or err}") from None
     if args.html:
         from kcm.checkers import html_report
 
         try:
             html_report.write(args.html, html_report.exploration_page(summary, summary.get("coverage")))
         except OSError as err:
-            print(f"kcm explore: cannot write {args.html}: {err.strerror}", file=sys.stderr)
-            return 2
+            raise _Refused(f"cannot write {args.html}: {err.strerror}") from None
     if args.markdown:
         from kcm.checkers import markdown_report
 
         try:
             markdown_report.append(args.markdown, markdown_report.exploration_summary(summary))
         except OSError as err:
-            print(f"kcm explore: cannot write {args.markdown}: {err.strerror}", file=sys.stderr)
-            return 2
-    if not args.coverage:
-        summary.pop("coverage", None)
+            raise _Refused(f"cannot write {args.markdown}: {err.strerror}") from None
+
+
+def _print(args: argparse.Namespace, summary: dict[str, Any], cov: Any) -> None:
+    """Print the summary: JSON, or the text of the search (or of the walks) with its warnings and coverage."""
     if args.json:
         print(json.dumps(summary, indent=2))
-    else:
-        print(walk.render(summary) if args.walks is not None else _text(summary))
-        for line in summary.get("warnings", ()):  # goals a complete run never reached (checkers/verdicts.py)
-            print(f"  warning: {line}")
-        if args.walks is None:
-            print(_reductions_text(summary))
-        if cov is not None and args.coverage:
-            print(coverage.text(cov))
-    if stop.acted:  # whatever it found so far, the run is to be resumed
-        return PARTIAL
-    return 1 if summary["counterexamples"] else 0 if summary["complete"] else PARTIAL
+        return
+    print(walk.render(summary) if args.walks is not None else _text(summary))
+    for line in summary.get("warnings", ()):  # goals a complete run never reached (checkers/verdicts.py)
+        print(f"  warning: {line}")
+    if args.walks is None:
+        print(_reductions_text(summary))
+    if cov is not None and args.coverage:
+        from kcm.checkers import coverage
+
+        print(coverage.text(cov))
 
 
 def _reductions_text(s: dict) -> str:
@@ -428,63 +442,3 @@ def _text(s: dict) -> str:
         lines.append(f"  partial run: no property is violated within {s['distinct_states']:,} states; nothing is "
                      f"shown to hold (exit {PARTIAL})")
     return "\n".join(lines)
-
-
-def _spark(args: argparse.Namespace, explored: Any, checkpointer: Checkpointer | None, resume: Any,
-           progress: Any, walk_progress: Any, stop_at: Any, stop: stopping.StopRequest) -> Any:
-    """The run on Spark (BFS or walks): the session's start, failure and stop handled once; an int is an exit code."""
-    from kcm.checkers.checkpoint import BadCheckpoint
-
-    try:
-        from py4j.protocol import Py4JError
-        from pyspark.errors import PySparkException
-
-        from kcm.checkers import spark_bfs, spark_walk
-        from kcm.checkers.spark_session import BadMaster, check_conf, spark_session
-    except ImportError as err:
-        print(f"kcm explore: the spark engine needs pyspark and pyarrow ({err})", file=sys.stderr)
-        return 2
-    try:
-        spark = spark_session(args.master, args.spark_memory, check_conf(args.conf), args.spark_log)
-    except BadMaster as err:
-        print(f"kcm explore: {err}", file=sys.stderr)
-        return 2
-    except (Py4JError, PySparkException, OSError) as err:
-        print(f"kcm explore: Spark did not start: {_first_line(err)}", file=sys.stderr)
-        return 2
-    stopping.reinstall(stop)  # PySpark's context put its own SIGINT handler in place
-    try:
-        if args.walks is not None:
-            return spark_walk.walk(explored, spark, args.walks, args.depth, args.seed, progress=walk_progress)
-        below = spark_bfs.HOST_BELOW if args.driver_below is None else args.driver_below
-        with stop.search():
-            return spark_bfs.explore(explored, spark, args.max_states, progress, checkpoint=checkpointer,
-                                     resume=resume, stop_at=stop_at, host_below=below, coverage=_counting(args),
-                                     stop=stop)
-    except (OSError, BadCheckpoint, RuntimeError) as err:
-        print(f"kcm explore: {err}", file=sys.stderr)
-        return 2
-    except (Py4JError, PySparkException) as err:
-        # The JVM failed, or a task failed more often than its retries allow; Spark's own log says more.
-        print(f"kcm explore: the Spark job failed: {_first_line(err)} (if the JVM ran out of heap, raise "
-              f"--spark-memory; --spark-log shows Spark's log)", file=sys.stderr)
-        return 2
-    finally:
-        try:
-            spark.stop()
-        except Py4JError:
-            pass  # the JVM is already gone
-
-
-def _first_line(err: BaseException) -> str:
-    """The telling line of a Spark error, cut short: its Python exception if it carries one, else its first line.
-
-    Spark's messages carry whole stack traces (the JVM's and the Python worker's); the worker's own exception
-    line ("ModuleNotFoundError: No module named 'kcm'") is what says what happened.
-    """
-    import re
-
-    text = str(err).strip().splitlines()
-    causes = [line.strip() for line in text[:400] if re.match(r"\s*[\w.]+(Error|Exception|Exit): ", line)]
-    line = causes[-1] if causes else (text[0] if text else err.__class__.__name__)
-    return line if len(line) <= 300 else line[:300] + "..."
