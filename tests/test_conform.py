@@ -114,6 +114,30 @@ def test_each_seeded_bug_is_caught_and_shrunk(bug: str, tmp_path: Path, capsys: 
     assert Path(got["trace_file"]).read_text().strip()
 
 
+@pytest.fixture(scope="module")
+def conformance_suite(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from kcm.checkers.suite import generate_suite
+
+    out = tmp_path_factory.mktemp("conformance-suite")
+    generate_suite("suites/conformance", out)
+    return out
+
+
+@pytest.mark.parametrize("bug", ["", *sorted(CATCHES)])
+def test_the_shipped_conformance_suite_catches_every_seeded_bug(bug: str, conformance_suite: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """`kcm suite --config suites/conformance` (10 scenarios, generated in seconds) fails each seeded bug and
+    the correct toy conforms on all of it."""
+    adapter = f"{ADAPTER} --bug {bug}" if bug else ADAPTER
+    code, report = _conform(capsys, "--adapter", adapter, "--suite", str(conformance_suite), "--jobs", "2")
+    failed = [r for r in report["results"] if r["verdict"] not in ("conforms", "skipped")]
+    assert report["counts"]["skipped"] == 0
+    if bug:
+        assert code == 1 and {r["verdict"] for r in failed} <= {"violation", "divergence"}, report["counts"]
+    else:
+        assert code == 0 and not failed, failed
+
+
 def test_shrinking_finds_a_1_minimal_failing_subsequence() -> None:
     def fails(steps: list[Any]) -> bool:
         return {3, 7} <= {s["n"] for s in steps}
