@@ -1,7 +1,7 @@
 """The reachability goals each bounded configuration names, and where a complete run first reaches each.
 
 A config's goals are the `Some...` properties it checks (`BoundedSystem.properties()`): those it names, or, when
-it names none, every goal its families and delivery can reach (`bounded.REACHED_ONLY_WITH`). A goal that a
+it names none, every goal its families and delivery can reach (each goal's declared `needs`). A goal that a
 complete run never reaches is printed as a warning (`verdicts.goal_warnings`); a config may say in
 `unreached_goals` that it is not meant to reach one, and why.
 
