@@ -163,7 +163,6 @@ def cluster_config(doc: dict[str, Any]) -> ClusterConfig:
         variants=tuple(c.get("variants", ())),
         delivery=c.get("delivery", "sync"),
         zombie_controller=c.get("zombie_controller", False),
-        grain=c.get("grain", "coarse"),
     )
 
 
