@@ -22,7 +22,6 @@ view's AR is the config's assignment, a constant. A trace shows the fields under
 
 from __future__ import annotations
 
-from functools import reduce
 from typing import Any
 
 import z3
@@ -295,22 +294,9 @@ class _Work:
 
     # ---- small reads ----------------------------------------------------------------------------------------
 
-    def bit(self, i: int) -> Any:
-        """The ISR bit of broker position i."""
-        return z3.BitVecVal(1 << i, self.enc.n)
-
     def in_isr(self, i: int) -> Any:
-        """Broker position i is in the ISR."""
-        return z3.Extract(i, i, self.v.isr) == 1
-
-    def alive_set(self) -> Any:
-        """The live brokers as an ISR-shaped bit-vector."""
-        zero = z3.BitVecVal(0, self.enc.n)
-        return reduce(lambda acc, i: acc | z3.If(self.v.alive[i], self.bit(i), zero), range(self.enc.n), zero)
-
-    def id_alive(self, x: Any) -> Any:
-        """The broker with id x is alive."""
-        return z3.Or([z3.And(x == b, self.v.alive[i]) for i, b in enumerate(self.enc.ids)])
+        """Broker position i is in the ISR now."""
+        return self.v.has(self.v.isr, i)
 
     def has_controller(self) -> Any:
         """A controller is active."""
@@ -393,7 +379,7 @@ class _Work:
             z3.Or(ps == PARTITION_CODES[P.NEW], ps == PARTITION_CODES[P.OFFLINE]),
             self.enc.partition_allows(ps, P.ONLINE),
         )
-        live_isr = self.v.isr & self.alive_set()
+        live_isr = self.v.isr & self.v.alive_set()
         clean = [z3.And(self.v.alive[i], self.in_isr(i)) for i in self.enc.ar]
         leader: Any = self.enc.num(NONE)
         for i, ok in reversed(list(zip(self.enc.ar, clean, strict=True))):
@@ -404,7 +390,7 @@ class _Work:
             dirty_isr: Any = z3.BitVecVal(0, self.enc.n)
             for i in reversed(self.enc.ar):
                 dirty = z3.If(self.v.alive[i], self.enc.num(ids[i]), dirty)
-                dirty_isr = z3.If(self.v.alive[i], self.bit(i), dirty_isr)
+                dirty_isr = z3.If(self.v.alive[i], self.v.bit(i), dirty_isr)
             leader = z3.If(found, leader, dirty)
             isr = z3.If(found, isr, dirty_isr)
             found = z3.Or(found, *[self.v.alive[i] for i in self.enc.ar])
@@ -418,9 +404,9 @@ class _Work:
         """The controller takes broker i out of the ISR and the leadership (never emptying the ISR)."""
         me = self.enc.ids[i]
         w = z3.And(g, z3.Or(self.in_isr(i), self.v.leader == me))
-        only = z3.Or([self.v.isr == self.bit(j) for j in range(self.enc.n)])
+        only = z3.Or([self.v.isr == self.v.bit(j) for j in range(self.enc.n)])
         leader = z3.If(self.v.leader == me, self.enc.num(NONE), self.v.leader)
-        isr = z3.If(only, self.v.isr, self.v.isr & ~self.bit(i))
+        isr = z3.If(only, self.v.isr, self.v.isr & ~self.v.bit(i))
         self.write_lai(w, leader, isr)
         self.add_lai(w, [j for j in self.enc.ar if j != i])
 
@@ -464,7 +450,7 @@ class _Work:
             self.replicas_offline(g, list(self.enc.ar))
         # Partition state machine start-up: Online with a live leader, else Offline; then elections.
         leader = self.v.leader
-        up = z3.And(leader != NONE, self.id_alive(leader))
+        up = z3.And(leader != NONE, self.v.alive_id(leader))
         self.put(g, "partition_state",
                  z3.If(up, self.enc.num(PARTITION_CODES[P.ONLINE]), self.enc.num(PARTITION_CODES[P.OFFLINE])))
         self.online_partition_change(g)
