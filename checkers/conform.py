@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from kcm.checkers import ci_formats
+from kcm.checkers.finding import Finding
 from kcm.checkers.oracle_trace import MAX_LINE_BYTES, TRACE_ONLY, TraceChecker, Verdict
 from kcm.checkers.scenario import InvalidScenario, read_file, run, validate
 from kcm.model import strictjson
@@ -105,6 +106,19 @@ class Outcome:
     shrunk_file: str | None = None
     trace_file: str | None = None
 
+    @property
+    def finding(self) -> Finding | None:
+        """A failure in the shape every oracle shares (rule id, message, location, evidence); None when the
+        scenario conforms or was skipped. The location is the scenario's file and, for a violation, the line of the
+        adapter's trace."""
+        if self.kind in (CONFORMS, SKIPPED):
+            return None
+        if self.kind == VIOLATION:
+            return Finding(self.rule, self.message, self.line, self.file,
+                           {"event": self.event, "state_before": self.focus})
+        evidence: dict[str, Any] = {"differences": self.differences} if self.differences else {"error": self.rule}
+        return Finding(FAILURE_RULES[self.kind][0], self.message, self.line, self.file, evidence)
+
     def signature(self) -> tuple[str, str]:
         """What "fails the same way" compares: the verdict and its rule id, diverging field or error kind."""
         if self.kind == DIVERGENCE:
@@ -126,6 +140,9 @@ class Outcome:
         if self.kind not in (SKIPPED, TIMEOUT, ADAPTER_ERROR):
             out["not_judged"] = self.not_judged
             out["result_compared"] = self.compared
+        found = self.finding
+        if found is not None:
+            out["finding"] = found.to_dict()
         if self.shrunk_steps is not None:
             out.update(shrunk_steps=self.shrunk_steps, shrink_runs=self.shrink_runs, shrunk_file=self.shrunk_file,
                        trace_file=self.trace_file)
@@ -457,7 +474,7 @@ def judge(name: str, file: str, doc: dict[str, Any], got: AdapterRun, rules: str
         return o
     if not verdict.ok:
         o.kind, o.line, o.event = VIOLATION, verdict.line, verdict.event
-        o.rule = getattr(verdict, "rule_id", "") or verdict.rule.split(":")[0]
+        o.rule = verdict.rule_id
         o.focus = getattr(verdict, "focus", None) or verdict.state_before
         o.message = f"trace line {verdict.line}: {verdict.rule}\nevent: {json.dumps(verdict.event, sort_keys=True)}"
         return o

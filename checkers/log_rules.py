@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from typing import BinaryIO, NamedTuple
 
 from kcm.checkers import statechange_log as scl
+from kcm.checkers.finding import Finding
 from kcm.model.states import PartitionState as P
 from kcm.model.strictjson import bounded_lines
 from kcm.model.tables import ORACLE_RULES, RuleSet, rule_set
@@ -57,15 +58,6 @@ _NEEDS: dict[str, tuple[tuple[str, ...], str]] = {
     "LeaderEpochMonotone": ((_LEADER_EPOCHS,), "no LeaderAndIsr or partition change line carries a leader epoch"),
     "OneLeaderPerEpoch": ((_LEADER_EPOCHS,), "no LeaderAndIsr or partition change line carries a leader epoch"),
 }
-
-
-class Finding(NamedTuple):
-    """A violation or warning: where, which rule, what it says, and the checker's state just before the line."""
-
-    line: int
-    rule: str
-    message: str
-    state_before: dict
 
 
 class Report(NamedTuple):
@@ -118,12 +110,12 @@ class LogChecker:
     def _violation(self, ev: scl.Event, rule: str, message: str, before: dict) -> None:
         self.violations += 1
         if self.first_violation is None:
-            self.first_violation = Finding(ev.line, rule, message, before)
+            self.first_violation = Finding(rule, message, ev.line, evidence={"state_before": before})
 
     def _warning(self, ev: scl.Event, message: str, before: dict) -> None:
         self.warnings += 1
         if len(self.first_warnings) < self.MAX_WARNINGS_KEPT:
-            self.first_warnings.append(Finding(ev.line, WARN_MISSED, message, before))
+            self.first_warnings.append(Finding(WARN_MISSED, message, ev.line, evidence={"state_before": before}))
 
     def _before(self, ev: scl.Event) -> dict:
         """The part of the checker's state an event is judged against (for reports)."""
@@ -328,8 +320,9 @@ def check_file(fh: BinaryIO, kafka_version: str = "auto", rules: str | None = No
 def report_dict(report: Report) -> dict:
     """The report as JSON-able data (for --json)."""
     def finding(f: Finding | None) -> dict | None:
+        # the keys check-log has always printed, then the shared shape of every oracle's finding
         return None if f is None else {"line": f.line, "rule": f.rule, "message": f.message,
-                                       "state_before": f.state_before}
+                                       "state_before": f.state_before, **f.to_dict()}
     return {
         "ok": report.ok, "lines_read": report.lines_read, "messages": report.messages, "events": report.events,
         "unknown_lines": report.unknown_lines, "headerless_lines": report.headerless_lines,

@@ -19,6 +19,7 @@ from importlib import resources
 from typing import Any, NamedTuple
 
 import jsonschema
+from kcm.checkers.finding import Finding
 from kcm.model import strictjson
 from kcm.model.states import PartitionState, ReplicaState
 from kcm.model.tables import RuleSet
@@ -120,12 +121,18 @@ def rule_id(message: str) -> str:
     return found.group(0) if found else ""
 
 
+def _broken(rid: str, message: str) -> Finding:
+    """The finding of a rule the replay saw broken: its id, and the message as printed (which starts with it)."""
+    return Finding(rid, message)
+
+
 class Verdict(NamedTuple):
     """Outcome of a replay: ok, or the first violation (line, event, rule broken, state before it).
 
     `not_judged` maps each rule id the trace gave no means to judge (up to the verdict) to why: a valid verdict
     never silently means "judged less". `focus` is the part of the state before the event that the broken rule
-    reads, with the event's own values beside it."""
+    reads, with the event's own values beside it. `finding` is the violation in the shape every oracle and
+    `kcm conform` share (`checkers/finding.py`): rule id, message, location, evidence."""
 
     ok: bool
     line: int = 0
@@ -136,11 +143,14 @@ class Verdict(NamedTuple):
     events: int = 0  # events judged (lines that held an event)
     not_judged: dict[str, str] | None = None
     focus: dict[str, Any] | None = None
+    finding: Finding | None = None
 
     @property
     def rule_id(self) -> str:
         """The id of the rule broken ('' when valid or malformed): a catalogue property id or a TRACE_ONLY id."""
-        return "" if self.ok or self.malformed else rule_id(self.rule)
+        if self.ok or self.malformed:
+            return ""
+        return self.finding.rule_id if self.finding is not None else rule_id(self.rule)
 
     def message(self) -> str:
         """Human-readable lines: 'valid', or the line, the rule, the event and what the rule read before it; then
@@ -167,7 +177,8 @@ class Verdict(NamedTuple):
         """The verdict as JSON-ready data."""
         return {"ok": self.ok, "malformed": self.malformed, "line": self.line or None, "rule": self.rule or None,
                 "rule_id": self.rule_id or None, "event": self.event, "state_before": self.state_before,
-                "state_focus": self.focus, "events": self.events, "not_judged": dict(self.not_judged or {})}
+                "state_focus": self.focus, "events": self.events, "not_judged": dict(self.not_judged or {}),
+                "finding": self.finding.to_dict() if self.finding is not None else None}
 
 
 # ---------------------------------------------------------------------------------------------------- schema
@@ -367,7 +378,7 @@ class Replay:
                  if k.startswith(prefix) and s != ReplicaState.NON_EXISTENT}
         return found or None
 
-    def _leader_isr_rules(self, where: str, p: dict[str, Any], znode: bool = False) -> str:
+    def _leader_isr_rules(self, where: str, p: dict[str, Any], znode: bool = False) -> Finding | None:
         """ISR within AR (of a znode), leader within ISR, one leader per (partition, leader epoch)."""
         leader, isr, epoch = p["leader"], set(p["isr"]), p["leader_epoch"]
         ar = set(p["replicas"]) if "replicas" in p else self._assigned(p["partition"])
@@ -376,16 +387,19 @@ class Replay:
         # a request carries the controller's AR, which is already the target when a reassignment moves the leader,
         # while the replicas leaving are still in the ISR until they are taken offline.
         if znode and ar is not None and not isr <= ar and not (leader == NO_LEADER and len(isr) == 1):
-            return f"LeaderInIsrInAr ({where}): ISR {_sorted(isr)} is not within the assigned replicas {_sorted(ar)}"
+            return _broken("LeaderInIsrInAr", f"LeaderInIsrInAr ({where}): ISR {_sorted(isr)} is not within the "
+                                              f"assigned replicas {_sorted(ar)}")
         if leader != NO_LEADER and leader not in isr:
-            return f"LeaderInIsrInAr ({where}): leader {leader} is not in the ISR {_sorted(isr)}"
+            return _broken("LeaderInIsrInAr", f"LeaderInIsrInAr ({where}): leader {leader} is not in the ISR "
+                                              f"{_sorted(isr)}")
         if ar is not None and leader != NO_LEADER and leader not in ar:
-            return f"LeaderInIsrInAr ({where}): leader {leader} is not an assigned replica {_sorted(ar)}"
+            return _broken("LeaderInIsrInAr", f"LeaderInIsrInAr ({where}): leader {leader} is not an assigned replica "
+                                              f"{_sorted(ar)}")
         seen = self.epoch_leader.get((p["partition"], epoch))
         if seen is not None and seen != leader:
-            return (f"OneLeaderPerEpoch ({where}): {p['partition']} leader epoch {epoch} already had "
-                    f"leader {seen}, now {leader}")
-        return ""
+            return _broken("OneLeaderPerEpoch", f"OneLeaderPerEpoch ({where}): {p['partition']} leader epoch {epoch} "
+                                                f"already had leader {seen}, now {leader}")
+        return None
 
     def _record_leader(self, p: dict[str, Any]) -> None:
         self.epoch_leader.setdefault((p["partition"], p["leader_epoch"]), p["leader"])
@@ -403,16 +417,17 @@ class Replay:
     def _log(self, partition: str, broker: int) -> dict[str, int]:
         return self.logs.get(f"{partition}@{broker}", {})
 
-    def _hw_rules(self, partition: str, broker: int, leo: int, hw: int, who: str) -> str:
+    def _hw_rules(self, partition: str, broker: int, leo: int, hw: int, who: str) -> Finding | None:
         """HW <= LEO; on a leader the HW never decreases within its leader epoch."""
         if hw > leo:
-            return f"HwWithinLeo: {who} {partition} on broker {broker} has HW {hw} above its LEO {leo}"
+            return _broken("HwWithinLeo", f"HwWithinLeo: {who} {partition} on broker {broker} has HW {hw} above its "
+                                          f"LEO {leo}")
         log = self._log(partition, broker)
         leads, epoch = self._leads(partition, broker)
         if leads and log.get("hw_epoch") == epoch and hw < log["hw"]:
-            return (f"LeaderHwMonotone: the HW of leader {broker} of {partition} (leader epoch {epoch}) went down "
-                    f"from {log['hw']} to {hw}")
-        return ""
+            return _broken("LeaderHwMonotone", f"LeaderHwMonotone: the HW of leader {broker} of {partition} (leader "
+                                               f"epoch {epoch}) went down from {log['hw']} to {hw}")
+        return None
 
     def _set_log(self, partition: str, broker: int, leo: int, hw: int) -> None:
         log = self.logs.setdefault(f"{partition}@{broker}", {})
@@ -425,8 +440,8 @@ class Replay:
 
     # ------------------------------------------------------------------------------------------- events
 
-    def apply(self, ev: dict[str, Any]) -> str:
-        """Apply one schema-valid event; return the rule it breaks ('' if it is legal, and then only is the
+    def apply(self, ev: dict[str, Any]) -> Finding | None:
+        """Apply one schema-valid event; return the rule it breaks (None if it is legal, and then only is the
         state changed: every handler checks all its rules before it records anything)."""
         kind = ev["type"]
         seen = self.seen
@@ -500,29 +515,30 @@ class Replay:
         moves = self.rules.partition if machine == "partition" else self.rules.replica
         return sorted(to for to, froms in moves.items() if state in froms)
 
-    def _controller_elected(self, ev: dict[str, Any]) -> str:
+    def _controller_elected(self, ev: dict[str, Any]) -> Finding | None:
         epoch, broker = ev["epoch"], ev["broker"]
         if epoch <= self.controller_epoch:
-            return f"ControllerEpochMonotone: {epoch} after {self.controller_epoch}"
+            return _broken("ControllerEpochMonotone", f"ControllerEpochMonotone: {epoch} after {self.controller_epoch}")
         if self._down(broker):
-            return f"LiveActors: controller election: broker {broker} is down"
+            return _broken("LiveActors", f"LiveActors: controller election: broker {broker} is down")
         self.controller_epoch, self.controller = epoch, broker
         # A new controller initialises both state machines from ZooKeeper and the brokers' liveness without logging
         # a change (a replica on a dead broker starts OfflineReplica or ReplicaDeletionIneligible): what the trace
         # said of them under the previous controller says nothing about the state its next change starts from.
         self.partitions = dict.fromkeys(self.partitions, _UNKNOWN)
         self.replicas = dict.fromkeys(self.replicas, _UNKNOWN)
-        return ""
+        return None
 
-    def _partition_state_change(self, ev: dict[str, Any]) -> str:
+    def _partition_state_change(self, ev: dict[str, Any]) -> Finding | None:
         key = ev["partition"]
         cur = self.partitions.get(key, PartitionState.NON_EXISTENT)
         if cur == _UNKNOWN:
             cur = ev["from"]  # its first change under this controller: the state it was initialised in
         if cur != ev["from"]:
-            return f"TraceConsistent: partition table: {key} is in {cur}, not {ev['from']}"
+            return _broken("TraceConsistent", f"TraceConsistent: partition table: {key} is in {cur}, not {ev['from']}")
         if not self.rules.allows_partition(cur, ev["to"]):
-            return f"ValidTransition: partition table: {cur} -> {ev['to']} not allowed by rule set {self.rules.name}"
+            return _broken("ValidTransition", f"ValidTransition: partition table: {cur} -> {ev['to']} not allowed by "
+                                              f"rule set {self.rules.name}")
         self.partitions[key] = ev["to"]
         if cur == PartitionState.NON_EXISTENT and ev["to"] == PartitionState.NEW:
             # A partition is created (again): its topic's znode did not exist, so whatever the trace said of a
@@ -533,21 +549,22 @@ class Replay:
             self.zk.pop(key, None)
             for gone in [k for k in self.epoch_leader if k[0] == key]:
                 del self.epoch_leader[gone]
-        return ""
+        return None
 
-    def _replica_state_change(self, ev: dict[str, Any]) -> str:
+    def _replica_state_change(self, ev: dict[str, Any]) -> Finding | None:
         key = f"{ev['partition']}@{ev['replica']}"
         cur = self.replicas.get(key, ReplicaState.NON_EXISTENT)
         if cur == _UNKNOWN:
             cur = ev["from"]  # its first change under this controller: the state it was initialised in
         if cur != ev["from"]:
-            return f"TraceConsistent: replica table: {key} is in {cur}, not {ev['from']}"
+            return _broken("TraceConsistent", f"TraceConsistent: replica table: {key} is in {cur}, not {ev['from']}")
         if not self.rules.allows_replica(cur, ev["to"]):
-            return f"ValidTransition: replica table: {cur} -> {ev['to']} not allowed by rule set {self.rules.name}"
+            return _broken("ValidTransition", f"ValidTransition: replica table: {cur} -> {ev['to']} not allowed by "
+                                              f"rule set {self.rules.name}")
         self.replicas[key] = ev["to"]
-        return ""
+        return None
 
-    def _leader_and_isr_write(self, ev: dict[str, Any]) -> str:
+    def _leader_and_isr_write(self, ev: dict[str, Any]) -> Finding | None:
         key, epoch, cepoch = ev["partition"], ev["leader_epoch"], ev["controller_epoch"]
         prev = self.zk.get(key)
         # A write that keeps the leader, the leader epoch and the controller epoch of the znode is the leader's own
@@ -556,23 +573,26 @@ class Replay:
         own = (prev is not None and ev["leader"] == prev["leader"] and epoch == prev["leader_epoch"]
                and cepoch == prev.get("controller_epoch"))
         if cepoch < self.controller_epoch and not own:
-            return (f"ZkEpochFencing: leader-and-ISR write by controller epoch {cepoch} after controller epoch "
-                    f"{self.controller_epoch} was elected")
+            return _broken("ZkEpochFencing", f"ZkEpochFencing: leader-and-ISR write by controller epoch {cepoch} "
+                                             f"after controller epoch {self.controller_epoch} was elected")
         if cepoch > self.controller_epoch:
-            return f"EpochsWereElected: leader-and-ISR write by controller epoch {cepoch}, which was never elected"
+            return _broken("EpochsWereElected", f"EpochsWereElected: leader-and-ISR write by controller epoch "
+                                                f"{cepoch}, which was never elected")
         if prev is not None:
             if epoch < prev["leader_epoch"]:
-                return f"LeaderEpochMonotone: {key} leader epoch {epoch} after {prev['leader_epoch']}"
+                return _broken("LeaderEpochMonotone", f"LeaderEpochMonotone: {key} leader epoch {epoch} after "
+                                                      f"{prev['leader_epoch']}")
             if ev["zk_version"] <= prev["zk_version"]:
-                return (f"ZkVersionGrows: {key} zkVersion {ev['zk_version']} after "
-                        f"{prev['zk_version']} (a write from a stale version)")
+                return _broken("ZkVersionGrows", f"ZkVersionGrows: {key} zkVersion {ev['zk_version']} after "
+                                                 f"{prev['zk_version']} (a write from a stale version)")
         broken = self._leader_isr_rules("leader-and-ISR write", ev, znode=True)
         if broken:
             return broken
         new_leader = ev["leader"] != NO_LEADER and (prev is None or prev["leader"] != ev["leader"])
         if new_leader and self._down(ev["leader"]):
-            return f"CleanElection: leader election: new leader {ev['leader']} of {key} is down"
-        broken = self._selector_rules(ev, prev) if new_leader and prev is not None else ""
+            return _broken("CleanElection", f"CleanElection: leader election: new leader {ev['leader']} of {key} is "
+                                            f"down")
+        broken = self._selector_rules(ev, prev) if new_leader and prev is not None else None
         if broken:
             return broken
         self.zk[key] = {f: ev[f] for f in ("leader", "leader_epoch", "isr", "zk_version", "controller_epoch",
@@ -580,55 +600,61 @@ class Replay:
         if "replicas" not in ev and prev is not None and "replicas" in prev:
             self.zk[key]["replicas"] = prev["replicas"]
         self._record_leader(ev)
-        return ""
+        return None
 
-    def _selector_rules(self, ev: dict[str, Any], prev: dict[str, Any]) -> str:
+    def _selector_rules(self, ev: dict[str, Any], prev: dict[str, Any]) -> Finding | None:
         """The leader selectors' choice: every clean election (offline, reassignment, preferred, controlled
         shutdown) picks a member of the ISR it found; only an election the trace marks unclean may pick another
         replica, and only when no ISR member is known live. A preferred election picks the first replica of AR."""
         election, leader, key = ev.get("election"), ev["leader"], ev["partition"]
         if election != "unclean" and leader not in prev["isr"]:
-            return (f"CleanElection: {key} elected {leader}, not in the ISR {_sorted(prev['isr'])} it had "
-                    f"(only an election marked unclean may)")
+            return _broken("CleanElection", f"CleanElection: {key} elected {leader}, not in the ISR "
+                                            f"{_sorted(prev['isr'])} it had (only an election marked unclean may)")
         live_isr = [b for b in prev["isr"] if self.live.get(b) is True]
         if election == "unclean" and live_isr:
-            return f"CleanElection: unclean election of {key} while ISR members {live_isr} are live"
+            return _broken("CleanElection", f"CleanElection: unclean election of {key} while ISR members {live_isr} "
+                                            f"are live")
         ar = ev.get("replicas", prev.get("replicas"))
         if election == "preferred" and ar and leader != ar[0]:
-            return (f"PreferredElectionChoosesPreferred: preferred election of {key} chose "
-                    f"{leader}, not the preferred replica {ar[0]}")
-        return ""
+            return _broken("PreferredElectionChoosesPreferred", f"PreferredElectionChoosesPreferred: preferred "
+                                                                f"election of {key} chose "
+                                                                f"{leader}, not the preferred replica {ar[0]}")
+        return None
 
-    def _request_sent(self, ev: dict[str, Any]) -> str:
+    def _request_sent(self, ev: dict[str, Any]) -> Finding | None:
         if ev["controller_epoch"] > self.controller_epoch:
-            return f"EpochsWereElected: request sent with controller epoch {ev['controller_epoch']}, never elected"
+            return _broken("EpochsWereElected", f"EpochsWereElected: request sent with controller epoch "
+                                                f"{ev['controller_epoch']}, never elected")
         for p in ev["partitions"]:
             if "leader" not in p:
                 continue
             written = self.zk.get(p["partition"])
             if written is not None and p["leader_epoch"] > written["leader_epoch"]:
-                return (f"RequestsCarryWrites: {ev['request']} sent: {p['partition']} leader epoch "
-                        f"{p['leader_epoch']} was never written "
-                        f"(ZooKeeper has {written['leader_epoch']})")
+                return _broken("RequestsCarryWrites", f"RequestsCarryWrites: {ev['request']} sent: {p['partition']} "
+                                                      f"leader epoch {p['leader_epoch']} was never written "
+                                                      f"(ZooKeeper has {written['leader_epoch']})")
             broken = self._leader_isr_rules(f"{ev['request']} sent", p)
             if broken:
                 return broken
         for p in ev["partitions"]:
             if "leader" in p:
                 self._record_leader(p)
-        return ""
+        return None
 
-    def _request_received(self, ev: dict[str, Any]) -> str:
+    def _request_received(self, ev: dict[str, Any]) -> Finding | None:
         broker, cepoch = ev["broker"], ev["controller_epoch"]
         if not ev.get("accepted", True):
-            return ""  # a refusal is always allowed: the rules are about what a broker applies
+            return None  # a refusal is always allowed: the rules are about what a broker applies
         if self._down(broker):
-            return f"LiveActors: broker {broker} is down and cannot apply a {ev['request']} request"
+            return _broken("LiveActors", f"LiveActors: broker {broker} is down and cannot apply a {ev['request']} "
+                                         f"request")
         if cepoch < self.applied_epoch.get(broker, 0):
-            return (f"EpochFencing: broker {broker} applied a {ev['request']} request of controller epoch {cepoch} "
-                    f"after applying controller epoch {self.applied_epoch[broker]}")
+            return _broken("EpochFencing", f"EpochFencing: broker {broker} applied a {ev['request']} request of "
+                                           f"controller epoch {cepoch} "
+                                           f"after applying controller epoch {self.applied_epoch[broker]}")
         if cepoch > self.controller_epoch:
-            return f"NoBrokerAheadOfZk: broker {broker} applied controller epoch {cepoch}, which was never elected"
+            return _broken("NoBrokerAheadOfZk", f"NoBrokerAheadOfZk: broker {broker} applied controller epoch "
+                                                f"{cepoch}, which was never elected")
         view = self.broker_view.get(broker, {})
         for p in ev["partitions"]:
             if "leader" in p:
@@ -637,8 +663,10 @@ class Replay:
                     return broken
                 mine = view.get(p["partition"])
                 if ev["request"] == "LeaderAndIsr" and mine is not None and p["leader_epoch"] < mine["leader_epoch"]:
-                    return (f"LeaderEpochFencing: broker {broker} applied {p['partition']} leader epoch "
-                            f"{p['leader_epoch']} after leader epoch {mine['leader_epoch']}")
+                    return _broken("LeaderEpochFencing", f"LeaderEpochFencing: broker {broker} applied "
+                                                         f"{p['partition']} leader epoch "
+                                                         f"{p['leader_epoch']} after leader epoch "
+                                                         f"{mine['leader_epoch']}")
         self.applied_epoch[broker] = cepoch
         view = self.broker_view.setdefault(broker, {})
         for p in ev["partitions"]:
@@ -655,12 +683,12 @@ class Replay:
                     self.logs.pop(f"{p['partition']}@{broker}", None)
             elif "leader" in p:
                 self._record_leader(p)
-        return ""
+        return None
 
-    def _broker_up(self, ev: dict[str, Any]) -> str:
+    def _broker_up(self, ev: dict[str, Any]) -> Finding | None:
         broker = ev["broker"]
         if self.live.get(broker) is True:
-            return f"TraceConsistent: broker {broker} came up while it was up"
+            return _broken("TraceConsistent", f"TraceConsistent: broker {broker} came up while it was up")
         self.live[broker] = True
         # A restarted broker starts from nothing in memory: no controller epoch, no partition roles.
         self.applied_epoch.pop(broker, None)
@@ -668,76 +696,79 @@ class Replay:
         for key, log in self.logs.items():
             if key.endswith(f"@{broker}"):
                 log.pop("hw_epoch", None)
-        return ""
+        return None
 
-    def _broker_down(self, ev: dict[str, Any]) -> str:
+    def _broker_down(self, ev: dict[str, Any]) -> Finding | None:
         broker = ev["broker"]
         if self._down(broker):
-            return f"TraceConsistent: broker {broker} went down while it was down"
+            return _broken("TraceConsistent", f"TraceConsistent: broker {broker} went down while it was down")
         self.live[broker] = False
-        return ""
+        return None
 
-    def _produce(self, ev: dict[str, Any]) -> str:
+    def _produce(self, ev: dict[str, Any]) -> Finding | None:
         key, broker = ev["partition"], ev["broker"]
         if self._down(broker):
-            return f"LiveActors: produce: broker {broker} is down"
+            return _broken("LiveActors", f"LiveActors: produce: broker {broker} is down")
         leads, epoch = self._leads(key, broker)
         if leads is False:
-            return f"OnlyLeadersAppend: broker {broker} appended to {key} but is not its leader (leader epoch {epoch})"
+            return _broken("OnlyLeadersAppend", f"OnlyLeadersAppend: broker {broker} appended to {key} but is not its "
+                                                f"leader (leader epoch {epoch})")
         log = self._log(key, broker)
         if "leo" in log and ev["offset"] != log["leo"]:
-            return (f"OffsetsConsistent: {key} on broker {broker} appended at offset "
-                    f"{ev['offset']}, its LEO was {log['leo']}")
+            return _broken("OffsetsConsistent", f"OffsetsConsistent: {key} on broker {broker} appended at offset "
+                                                f"{ev['offset']}, its LEO was {log['leo']}")
         if ev["leo"] != ev["offset"] + ev.get("count", 1):
-            return (f"OffsetsConsistent: {key} on broker {broker} appended {ev.get('count', 1)} at {ev['offset']} "
-                    f"but reports LEO {ev['leo']}")
+            return _broken("OffsetsConsistent", f"OffsetsConsistent: {key} on broker {broker} appended "
+                                                f"{ev.get('count', 1)} at {ev['offset']} but reports LEO {ev['leo']}")
         broken = self._hw_rules(key, broker, ev["leo"], ev["hw"], "leader")
         if broken:
             return broken
         self._set_log(key, broker, ev["leo"], ev["hw"])
-        return ""
+        return None
 
-    def _fetch(self, ev: dict[str, Any]) -> str:
+    def _fetch(self, ev: dict[str, Any]) -> Finding | None:
         key, follower, leader = ev["partition"], ev["broker"], ev["leader"]
         for b in (follower, leader):
             if self._down(b):
-                return f"LiveActors: fetch: broker {b} is down"
+                return _broken("LiveActors", f"LiveActors: fetch: broker {b} is down")
         if follower == leader:
-            return f"FetchFromLeader: broker {leader} fetched {key} from itself"
+            return _broken("FetchFromLeader", f"FetchFromLeader: broker {leader} fetched {key} from itself")
         leads, epoch = self._leads(key, leader)
         if leads is False:
-            return (f"FetchFromLeader: {key} fetched from broker {leader}, which is not its leader "
-                    f"(leader epoch {epoch})")
+            return _broken("FetchFromLeader", f"FetchFromLeader: {key} fetched from broker {leader}, which is not its "
+                                              f"leader (leader epoch {epoch})")
         llog = self._log(key, leader)
         leader_leo = ev.get("leader_leo", llog.get("leo"))
         if leader_leo is not None and ev["fetch_offset"] > leader_leo:
-            return (f"OffsetsConsistent: {key} fetch at offset {ev['fetch_offset']} beyond leader "
-                    f"{leader}'s LEO {leader_leo}")
+            return _broken("OffsetsConsistent", f"OffsetsConsistent: {key} fetch at offset {ev['fetch_offset']} "
+                                                f"beyond leader {leader}'s LEO {leader_leo}")
         if ev["leo"] > (leader_leo if leader_leo is not None else ev["leo"]):
-            return (f"OffsetsConsistent: follower {follower} of {key} has LEO {ev['leo']} beyond "
-                    f"leader's LEO {leader_leo}")
+            return _broken("OffsetsConsistent", f"OffsetsConsistent: follower {follower} of {key} has LEO {ev['leo']} "
+                                                f"beyond leader's LEO {leader_leo}")
         leader_hw = ev.get("leader_hw", llog.get("hw"))
         if leader_hw is not None and leader_leo is not None:
             broken = self._hw_rules(key, leader, leader_leo, leader_hw, "leader")
             if broken:
                 return broken
         if leader_hw is not None and ev["hw"] > leader_hw:
-            return f"HwWithinLeo: follower {follower} of {key} has HW {ev['hw']} above the leader's HW {leader_hw}"
+            return _broken("HwWithinLeo", f"HwWithinLeo: follower {follower} of {key} has HW {ev['hw']} above the "
+                                          f"leader's HW {leader_hw}")
         broken = self._hw_rules(key, follower, ev["leo"], ev["hw"], "follower")
         if broken:
             return broken
         if leader_leo is not None and leader_hw is not None:
             self._set_log(key, leader, leader_leo, leader_hw)
         self._set_log(key, follower, ev["leo"], ev["hw"])
-        return ""
+        return None
 
 
 
 class TraceChecker:
     """An incremental replay: feed events one at a time; the first failure is kept and every later feed repeats it."""
 
-    def __init__(self, rules: RuleSet) -> None:
+    def __init__(self, rules: RuleSet, source: str | None = None) -> None:
         self.replay = Replay(rules)
+        self.source = source  # the input's name for a finding's location (a file), when there is one
         self.line = 0
         self.events = 0
         self.failure: Verdict | None = None
@@ -754,10 +785,13 @@ class TraceChecker:
             self.failure = Verdict(False, self.line, None, reason, None, malformed=True, events=self.events)
             return self.failure
         broken = self.replay.apply(ev)
-        if broken:  # an event that breaks a rule changed nothing, so this is the state before it
+        if broken is not None:  # an event that breaks a rule changed nothing, so this is the state before it
             replay = self.replay
-            self.failure = Verdict(False, self.line, ev, broken, replay.snapshot(), events=self.events,
-                                   not_judged=replay.not_judged(), focus=replay.focus(rule_id(broken), ev))
+            focus = replay.focus(broken.rule_id, ev)
+            found = Finding(broken.rule_id, broken.message, self.line, self.source,
+                            evidence={"event": ev, "state_before": focus})
+            self.failure = Verdict(False, self.line, ev, broken.message, replay.snapshot(), events=self.events,
+                                   not_judged=replay.not_judged(), focus=focus, finding=found)
             return self.failure
         self.events += 1
         return None
@@ -792,7 +826,7 @@ MAX_LINE_BYTES = 1 << 20
 def check_file(path: str, rules: RuleSet) -> Verdict:
     """Replay a trace file, reading lines of bounded length; undecodable bytes or an over-long line make their
     line malformed, a file without a single event is malformed, an unreadable file raises OSError."""
-    checker = TraceChecker(rules)
+    checker = TraceChecker(rules, str(path))
     number = 0
     with open(path, "rb") as fh:
         try:

@@ -19,9 +19,12 @@ CLEAN = {"missing": [], "unknown": [], "both": [], "no reason": []}
 
 
 def _message_ids() -> set[str]:
-    """The ids the trace oracle's rule messages start with, read from its source."""
+    """The ids the trace oracle's findings carry, read from its source; each message starts with its own id."""
     source = inspect.getsource(oracle_trace.Replay)
-    return set(re.findall(r'return \(?f"([A-Z][A-Za-z]+)[ :(]', source))
+    pairs = re.findall(r'_broken\("([A-Za-z]+)", f"([A-Z][A-Za-z]+)[ :(]', source)
+    assert pairs and all(rid == shown for rid, shown in pairs), [p for p in pairs if p[0] != p[1]]
+    assert source.count("_broken(") == len(pairs)
+    return {rid for rid, _ in pairs}
 
 
 def test_trace_oracle_judges_or_excuses_every_property_id() -> None:

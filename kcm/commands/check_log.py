@@ -61,6 +61,9 @@ def main(args: argparse.Namespace) -> int:
         return 2
     if args.json:
         doc = report_dict(report)
+        for found in [doc["first_violation"], *doc["first_warnings"]]:
+            if found is not None:
+                found["location"]["source"] = args.file
         if doc["first_violation"] is not None:
             doc["first_violation"]["text"] = line
         print(json.dumps(doc, indent=2, sort_keys=True))

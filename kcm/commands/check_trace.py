@@ -7,7 +7,7 @@ import json
 import sys
 
 from kcm.checkers import ci_formats
-from kcm.checkers.oracle_trace import TRACE_ONLY, Verdict, check_file, rule_id
+from kcm.checkers.oracle_trace import TRACE_ONLY, Verdict, check_file
 from kcm.model.tables import ORACLE_RULES, RULE_SETS, rule_set
 
 
@@ -28,7 +28,7 @@ def case(path: str, v: Verdict) -> ci_formats.Case:
     c = ci_formats.Case("check-trace", path, file=path)
     if not v.ok:
         c.status, c.line, c.message = ci_formats.FAILED, v.line, (f"malformed: {v.rule}" if v.malformed else v.rule)
-        c.rule = "malformed-trace" if v.malformed else rule_id(v.rule)  # the property's or trace-only rule's id
+        c.rule = "malformed-trace" if v.malformed else v.rule_id  # the property's or trace-only rule's id
         c.rule_text = TRACE_ONLY.get(c.rule, "")
         c.detail = {"event": v.event, "state_focus": v.focus, "not_judged": v.not_judged,
                     "state_before": v.state_before}
