@@ -12,7 +12,7 @@ from kcm.model.actions import Deliver, Reassign, Replicate
 from kcm.model.cluster import NO_LEADER, Cluster, Reassignment
 from kcm.model.effects import Effects, LeaderAndIsrRequest
 from kcm.model.fmap import get, search
-from kcm.model.interface import ALWAYS, SOMETIMES, SOMETIMES_STEP, STEP, Property, find
+from kcm.model.interface import ALWAYS, SOMETIMES, SOMETIMES_STEP, STEP, Property
 from kcm.model.states import PartitionState, ReplicaState
 from kcm.properties.facts import (
     LOG_NO,
@@ -508,8 +508,3 @@ def some_stale_request_refused(model: Any, before: Cluster, action: Any, after: 
 
 
 PROPERTIES: list[Property] = declared_in(globals())
-
-
-def by_name(name: str) -> Property:
-    """The controller property of that name; KeyError names the known ones."""
-    return find(PROPERTIES, name)

@@ -12,7 +12,7 @@ from typing import Any
 
 from kcm.model.cluster import Cluster
 from kcm.model.effects import Effects
-from kcm.model.interface import ALWAYS, SOMETIMES, STEP, Property, find
+from kcm.model.interface import ALWAYS, SOMETIMES, STEP, Property
 from kcm.model.logs import epoch_start_offset, leader_log
 from kcm.model.names import replica_name, tp_name
 from kcm.properties.facts import NO_RECORDS, TRACE_NO, declared_in, rule
@@ -179,8 +179,3 @@ def holds_by_design(config: Any) -> bool:
 
 
 PROPERTIES: list[Property] = declared_in(globals())
-
-
-def by_name(name: str) -> Property:
-    """The data-plane property called name (KeyError naming the known ones otherwise)."""
-    return find(PROPERTIES, name)

@@ -13,7 +13,7 @@ from kcm.checkers.bugs import check_all, check_variant, config_name
 from kcm.model import actions as A
 from kcm.model.cluster import ClusterConfig
 from kcm.model.errors import NoRequestInFlight, NotController, StaleControllerEpoch
-from kcm.properties.controller import by_name
+from kcm.properties.catalogue import by_id
 from kcm.reference import api
 
 from kcm.cli import main as kcm_main
@@ -123,7 +123,7 @@ def test_a_zombie_controller_is_fenced_by_the_controller_epoch_znode():
     assert after.zombie is None
     assert dict(after.zk.partitions)[("t", 0)].controller_epoch == 1  # written by the old epoch
     model = type("M", (), {"config": buggy})()
-    assert not by_name("ControllerCacheMatchesZk").condition(model, after)
+    assert not by_id("ControllerCacheMatchesZk").condition(model, after)
     with pytest.raises(NotController):
         api.step(buggy, after, A.ZombieElect(("t", 0)))
 
@@ -137,7 +137,7 @@ def test_a_fast_bounce_is_handled_as_failure_then_startup():
     assert (data.leader, data.leader_epoch) == (0, 1)  # and learned the new leader on startup
     assert dict(state.brokers)[1].incarnation == 1
     model = type("M", (), {"config": config})()
-    assert by_name("LivenessView").condition(model, state)
+    assert by_id("LivenessView").condition(model, state)
 
 
 def test_the_fixed_controller_keeps_every_property_with_async_delivery_zombies_and_bounces():
