@@ -21,6 +21,7 @@ import contextlib
 import json
 import re
 import time
+from array import array
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,7 +39,7 @@ _PLURAL = {"operation_edge": "table edges by operation", "selector_branch": "sel
 Item = tuple[str, str]  # (kind, name): ("partition_edge", "NewPartition -> OnlinePartition"), ("operation", ...)
 KINDS = ("partition_edge", "replica_edge", "operation", "operation_edge", "selector", "selector_branch", "no_op",
          "goal", "violation", "behaviour")
-# The whole graph is held in memory (about 1.2 KB a state on `controller`): a larger config is refused, not tried.
+# The whole graph is held in memory (about 0.8 KB a state on `controller`): a larger config is refused, not tried.
 MAX_SUITE_STATES = 1_000_000
 
 
@@ -204,6 +205,32 @@ def behaviour(before: Any, action: Any, after: Any, effects: Any, selectors: lis
     return "; ".join(parts)
 
 
+class _Successors:
+    """Every state's transition targets in one flat array (states are expanded in order): `[s]` is state s's."""
+
+    def __init__(self) -> None:
+        self.starts = array("q")
+        self.targets = array("i")
+
+    def begin(self) -> None:
+        """Start the next state's targets."""
+        self.starts.append(len(self.targets))
+
+    def add(self, target: int) -> None:
+        """One more transition of the state begun last."""
+        self.targets.append(target)
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def __iter__(self) -> Iterator[array]:
+        return (self[s] for s in range(len(self.starts)))
+
+    def __getitem__(self, s: int) -> array:
+        end = self.starts[s + 1] if s + 1 < len(self.starts) else len(self.targets)
+        return self.targets[self.starts[s]:end]
+
+
 class _Graph:
     """The whole reachable graph of a bounded model, with each state's BFS-tree link and the items it covers."""
 
@@ -212,11 +239,14 @@ class _Graph:
         self.behaviours = behaviours
         self.ids: dict[Item, int] = {}  # item -> small id
         self.items: list[Item] = []
-        self.parent: list[int] = []  # BFS tree: the state a state was first reached from (-1: the initial state)
-        self.action: list[Any] = []  # ... and the action that reached it
-        self.depth: list[int] = []
+        # Per state, kept compact (the graph is held whole): machine-int arrays, one shared object per distinct
+        # item set (a few dozen on `controller` for tens of thousands of states), successors in one flat array.
+        self.parent = array("i")  # BFS tree: the state a state was first reached from (-1: the initial state)
+        self.action: list[Any] = []  # ... and the action that reached it (the model's shared action objects)
+        self.depth = array("i")
         self.tree_items: list[frozenset[int]] = []  # items of the tree transition into a state
-        self.succ: list[list[int]] = []  # every transition's target, one entry per transition
+        self._item_sets: dict[frozenset[int], frozenset[int]] = {}
+        self.succ = _Successors()  # every transition's target, one entry per transition
         # item -> (source, action, items, target if the transition is the target's tree link else -1), first seen
         self.first: dict[int, tuple[int, Any, frozenset[int], int]] = {}
         self.setup: frozenset[int] = frozenset()
@@ -258,7 +288,10 @@ class _Graph:
         self.setup = frozenset(base)
         index = {model.fingerprint(init): 0}
         states = [init]
-        self.parent, self.action, self.depth, self.tree_items, self.succ = [-1], [None], [0], [frozenset()], [[]]
+        self.parent.append(-1)
+        self.action.append(None)
+        self.depth.append(0)
+        self.tree_items.append(frozenset())
         ran: list[str] = []
         branches: list[str] = []
         # A preferred election that would change nothing is never offered (it is no transition), yet it is a step
@@ -268,7 +301,7 @@ class _Graph:
             pos = 0
             while pos < len(states):
                 state, d = states[pos], self.depth[pos]
-                targets = self.succ[pos]
+                self.succ.begin()  # states are expanded in the order they are numbered
                 offered = model.actions(state)
                 for action in offered:
                     ran.clear()
@@ -297,21 +330,20 @@ class _Graph:
                     if target is None:
                         if len(states) >= max_states:
                             raise SuiteError(f"the graph has more than {max_states:,} states (--max-states; the "
-                                             "whole graph is held in memory, about 1.2 KB a state)")
+                                             "whole graph is held in memory, about 0.8 KB a state)")
                         target = index[fp] = len(states)
                         states.append(nxt)
                         # the target's own items (goals reached and properties violated in it) go with the
                         # transition that first reaches it: the tree transition
                         items |= self._state_items(nxt, state_props)
-                        frozen = frozenset(items)
+                        frozen = self._interned(items)
                         self.parent.append(pos)
                         self.action.append(action)
                         self.depth.append(d + 1)
                         self.tree_items.append(frozen)
-                        self.succ.append([])
                     else:
-                        frozen = frozenset(items)
-                    targets.append(target)
+                        frozen = self._interned(items)
+                    self.succ.add(target)
                     for item in frozen:
                         if item not in self.first and item not in self.setup:
                             self.first[item] = (pos, action, frozen, target if tree else -1)
@@ -319,6 +351,10 @@ class _Graph:
                     self._no_op(pos, state, idle_preferred, branches)
                 states[pos] = None  # a state's successors are known: only its links are kept
                 pos += 1
+
+    def _interned(self, items: set[int]) -> frozenset[int]:
+        frozen = frozenset(items)
+        return self._item_sets.setdefault(frozen, frozen)
 
     def _no_op(self, pos: int, state: Any, action: Any, branches: list[str]) -> None:
         """Cover a step the explorer does not offer because it changes nothing: its branches and itself (`no_op`),

@@ -213,3 +213,14 @@ def test_golden_traces_of_data_plane_suites_are_valid(tmp_path, name):
         assert v.ok, (trace, v.message())
         kinds |= {json.loads(line)["type"] for line in trace.read_text().splitlines()}
     assert {"produce", "fetch", "leader_and_isr_write"} <= kinds
+
+
+def test_successors_are_kept_in_one_flat_array():
+    from kcm.checkers.suite import _Successors
+
+    succ = _Successors()
+    for targets in ([1, 2], [], [0, 2, 3], [3]):
+        succ.begin()
+        for t in targets:
+            succ.add(t)
+    assert len(succ) == 4 and [list(t) for t in succ] == [[1, 2], [], [0, 2, 3], [3]] and list(succ[2]) == [0, 2, 3]

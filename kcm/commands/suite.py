@@ -23,7 +23,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "did to the znodes): a larger suite that exercises each kind of step at least once")
     p.add_argument("--max-states", type=flags.count(1, flags.MAX_STATES), default=None, metavar="N",
                    help="refuse a config whose graph has more states than this (default 1,000,000: the whole graph "
-                        "is held in memory, about 1.2 KB a state)")
+                        "is held in memory, about 0.8 KB a state)")
 
 
 def main(args: argparse.Namespace) -> int:
