@@ -31,9 +31,12 @@ def _predicates() -> list[tuple[str, Any]]:
     for info in pkgutil.iter_modules(package.__path__):
         module = importlib.import_module(f"{package.__name__}.{info.name}")
         for fn in vars(module).values():
-            if inspect.isfunction(fn) and fn.__module__ == module.__name__ and not fn.__name__.startswith("_"):
-                if list(inspect.signature(fn).parameters) in (STATE_PARAMS, STEP_PARAMS):
-                    out.append((info.name, fn))
+            # Not inspect.isfunction: in the compiled build the predicates are Cython functions.
+            if (not callable(fn) or isinstance(fn, type) or getattr(fn, "__module__", None) != module.__name__
+                    or fn.__name__.startswith("_")):
+                continue
+            if list(inspect.signature(fn).parameters) in (STATE_PARAMS, STEP_PARAMS):
+                out.append((info.name, fn))
     return out
 
 
