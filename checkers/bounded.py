@@ -160,7 +160,7 @@ def cluster_config(cfg: dict[str, Any]) -> ClusterConfig:
         min_insync_replicas=cfg.get("min_insync_replicas", 1),
         truncation=cfg.get("truncation", "high_watermark"),
         variants=tuple(cfg.get("variants", ())), delivery=cfg.get("delivery", "sync"),
-        zombie_controller="zombie_controller" in cfg.get("families", ()))
+        zombie_controller="zombie_controller" in cfg.get("families", ()), grain=cfg.get("grain", "coarse"))
 
 
 def _create_steps(topics: dict[str, Any]) -> list[A.CreateTopic]:
@@ -244,7 +244,7 @@ class BoundedSystem(ModelBase):
         # Where a step may stop as soon as a write passes a bound (`successor`). The controller epoch only grows.
         # A partition znode's leader epoch only grows within a step unless a topic is deleted (its znode goes), a
         # zombie writes from its stale cache, or a leader rewrites the ISR with its own view (data plane).
-        grows = not self.families & {"deletion", "zombie_controller"}
+        grows = not self.families & {"deletion", "zombie_controller"} and self.config.grain == "coarse"
         self._limits = (self.bounds["max_leader_epoch"] if grows else None, self.bounds["max_controller_epoch"])
         # A leader's own ISR write happens only in the steps of LEADER_ISR_WRITES: only those run to their end.
         self._own_write_limits = (None if "data_plane" in self.families else self._limits[0], self._limits[1])
@@ -254,6 +254,7 @@ class BoundedSystem(ModelBase):
                            for kind in (A.BrokerFail, A.BrokerStart, A.ControlledShutdown, A.ControllerResign,
                                         A.SessionExpiry, A.BrokerBounce)}
         self._resign = A.ControllerResign()
+        self._next_event, self._zombie_event = A.ControllerEvent(), A.ControllerEvent(zombie=True)
         self._preferred = A.PreferredElection()
         self._reassign = {tp: [(t, A.Reassign(tp, t)) for t in self._targets] for tp in self.tps}
         self._produce = {tp: (A.Produce(tp), A.Replicate(tp), A.Produce(tp, 1, "1")) for tp in self.tps}
@@ -304,7 +305,16 @@ class BoundedSystem(ModelBase):
             shutdown = made[A.ControlledShutdown]
             out += [shutdown[b] for b, s in brokers.items() if s.alive and not s.shutting_down]
         if "controller_failover" in fam and state.zk.controller_epoch < self.bounds["max_controller_epoch"]:
-            out.append(self._resign)
+            if self.config.grain == "event":
+                # which broker wins the race for /controller matters once the old one may still hold events
+                resign = made[A.ControllerResign]
+                out += [resign[b] for b, s in brokers.items() if s.alive and b != state.zk.controller]
+            else:
+                out.append(self._resign)
+        if state.ctx.events:
+            out.append(self._next_event)
+        if state.zombie is not None and state.zombie.events:
+            out.append(self._zombie_event)
         if "zombie_controller" in fam:
             if state.zk.controller_epoch < self.bounds["max_controller_epoch"]:
                 # another broker wins the election while the old controller is still busy
@@ -593,6 +603,8 @@ class BoundedSystem(ModelBase):
             config["delivery"] = c.delivery
         if c.zombie_controller:
             config["zombie_controller"] = True
+        if c.grain != "coarse":
+            config["grain"] = c.grain
         return {"name": f"counterexample in config {self.cfg.get('name', '?')}",
                 "config": config,
                 "steps": [a.to_step() for a in self.topic_steps + self.settle_steps + list(actions)]}

@@ -74,6 +74,13 @@ VARIANTS += (
             "reference/zombie.py", _switch("KAFKA-12315"), {}),
     Variant("KAFKA-2937", "a topic whose partition has no leader and ISR znode can never finish deletion",
             "0.9.0", "0.10.0.0", ("DeletionProgress",), "reference/replica_machine.py", _switch("KAFKA-2937"), {}),
+    # At the event grain (config "grain": "event"): found only where other steps come between controller events.
+    Variant("KAFKA-6650", "a topic's deletion cut half way by a failover cannot be finished: the new controller leaves "
+            "the replicas of partitions whose state znode is gone online", "<= 1.1", "2.0.0", ("DeletionProgress",),
+            "reference/replica_machine.py", _switch("KAFKA-6650"), {}),
+    Variant("KAFKA-3083", "a controller that lost its session still processes the events it had queued, with its "
+            "stale context (the 1.1.0 part; its writes unfenced before KAFKA-6082's fix)", "<= 1.0", "1.1.0",
+            ("ZkEpochFencing", "ControllerCacheMatchesZk"), "reference/controller.py", _switch("KAFKA-3083"), {}),
 )
 
 

@@ -163,6 +163,7 @@ def cluster_config(doc: dict[str, Any]) -> ClusterConfig:
         variants=tuple(c.get("variants", ())),
         delivery=c.get("delivery", "sync"),
         zombie_controller=c.get("zombie_controller", False),
+        grain=c.get("grain", "coarse"),
     )
 
 

@@ -408,6 +408,30 @@ class SessionExpiry(NamedTuple):
         return {"op": "session_expiry", "broker": self.broker}
 
 
+@operation("controller_event", extension=True)
+class ControllerEvent(NamedTuple):
+    """The controller processes the event at the head of its queue (grain "event").
+
+    zombie true: the previous controller, which has not yet handled the loss of its session, processes the head of
+    the queue it still holds.
+    """
+
+    zombie: bool = False
+    BROKER_FIELDS = ()
+
+    @classmethod
+    def from_step(cls, step: dict[str, Any]) -> ControllerEvent:
+        """The action of a schema-valid `controller_event` step."""
+        return cls(bool(step.get("zombie", False)))
+
+    def to_step(self) -> dict[str, Any]:
+        """This action as a (extension) step."""
+        step: dict[str, Any] = {"op": "controller_event"}
+        if self.zombie:
+            step["zombie"] = True
+        return step
+
+
 # The contract's acks values, with Kafka's own spelling of acks=all (-1); anything else is refused (KeyError), never
 # run as acks=1.
 _ACKS = {"all": "all", -1: "all", 1: "1", "1": "1"}

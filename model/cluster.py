@@ -17,6 +17,9 @@ NO_CONTROLLER = -1
 
 TRUNCATION_VARIANTS = ("high_watermark", "leader_epoch", "kip279", "kip320")
 DELIVERY_MODES = ("sync", "async")
+# "coarse": each step runs the controller's events to quiescence within it; "event": each controller event (and each
+# part of a ZooKeeper delete it began) is a step of its own, so other steps may come between two of them.
+GRAINS = ("coarse", "event")
 
 
 class ClusterConfig(NamedTuple):
@@ -34,6 +37,7 @@ class ClusterConfig(NamedTuple):
     delivery: str = "sync"
     # Whether a controller that loses /controller keeps its stale context and may still act once (a zombie).
     zombie_controller: bool = False
+    grain: str = "coarse"
 
     def rule_set(self) -> RuleSet:
         """The transition tables this run uses."""
@@ -129,6 +133,9 @@ class ControllerContext(NamedTuple):
     reassignments: FMap  # (topic, partition) -> Reassignment
     topics_to_delete: tuple[str, ...]  # sorted
     topics_ineligible: tuple[str, ...]  # topics whose deletion waits for a dead broker, sorted
+    # The controller's event queue (ControllerEventManager), oldest first: (event name, argument) pairs. Always empty
+    # between steps at the coarse grain.
+    events: tuple[tuple[str, str | tuple[int, bool]], ...] = ()
 
 
 class BrokerState(NamedTuple):
@@ -208,6 +215,15 @@ def _reduce_record(record: Any) -> tuple[Any, tuple[Any, ...]]:
     return copyreg.__newobj__, (type(record), *record)
 
 
+def _reduce_context(record: ControllerContext) -> tuple[Any, tuple[Any, ...]]:
+    """A context pickles as `_reduce_record` does, but without its event queue when that is empty (the coarse grain
+    always), so that every state of the coarse grain keeps the bytes, and so the fingerprints and the checkpoints, it
+    had before contexts held a queue; unpickling gives the field its default back."""
+    if record[-1]:
+        return copyreg.__newobj__, (ControllerContext, *record)
+    return copyreg.__newobj__, (ControllerContext, *record[:-1])
+
+
 RECORDS = (LeaderAndIsr, Zk, Reassignment, ControllerContext, BrokerState, ReplicaData, Ghost, Cluster)
 for _record in RECORDS:
-    copyreg.pickle(_record, _reduce_record)
+    copyreg.pickle(_record, _reduce_context if _record is ControllerContext else _reduce_record)

@@ -121,3 +121,9 @@ class NotController(KcmError):
     """A step of a (zombie) controller that does not exist."""
 
     name = "NotController"
+
+
+class NoEventQueued(KcmError):
+    """A controller-event step found no event in that controller's queue (grain "event")."""
+
+    name = "NoEventQueued"

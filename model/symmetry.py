@@ -62,6 +62,10 @@ def rename_zk(perm: Perm, zk: Zk) -> Zk:
         reassign_original=tuple((tp, _ordered(perm, oar)) for tp, oar in zk.reassign_original))
 
 
+# Controller events whose argument starts with a broker id (the others name a topic).
+BROKER_EVENTS = ("BrokerChange",)
+
+
 def rename_context(perm: Perm, c: ControllerContext) -> ControllerContext:
     """The controller's context with every broker id renamed."""
     return c._replace(
@@ -72,7 +76,8 @@ def rename_context(perm: Perm, c: ControllerContext) -> ControllerContext:
         leadership=tuple((tp, _lai(perm, lai)) for tp, lai in c.leadership),
         replica_states=tuple(sorted((_replica_key(perm, k), s) for k, s in c.replica_states)),
         reassignments=tuple((tp, Reassignment(_ordered(perm, r.original), _ordered(perm, r.target)))
-                            for tp, r in c.reassignments))
+                            for tp, r in c.reassignments),
+        events=tuple((name, (_b(perm, arg[0]), *arg[1:]) if name in BROKER_EVENTS else arg) for name, arg in c.events))
 
 
 def rename_ghost(perm: Perm, g: Ghost) -> Ghost:

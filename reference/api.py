@@ -17,6 +17,7 @@ from kcm.reference import (  # noqa: F401 (importing a handler's module register
     controller,
     dataplane,
     direct,
+    events,
     preferred,
     reassignment,
     requests,
@@ -48,6 +49,8 @@ def step(config: ClusterConfig, state: Cluster, action: Any,
     if limits is not None:
         t.max_leader_epoch, t.max_controller_epoch = limits
     handler(t, action)
+    if config.grain == "coarse":
+        events.drain(t)
     requests.flush(t)
     return t.commit()
 

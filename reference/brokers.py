@@ -11,6 +11,7 @@ from kcm.model.txn import Txn, draft_lookup, draft_peek, draft_sorted_items
 from kcm.reference import broker_logs, requests, selectors
 from kcm.reference.context import has_controller, is_deleting, replicas_on
 from kcm.reference.controller import elect_controller, reset_context
+from kcm.reference.events import enqueue, processes
 from kcm.reference.handlers import handles
 from kcm.reference.partition_machine import handle_partition_changes, trigger_online_partition_state_change
 from kcm.reference.reassignment import on_partition_reassignment
@@ -37,9 +38,25 @@ def broker_start(t: Txn, a: BrokerStart) -> None:
     if not has_controller(t):
         elect_controller(t)
         return
-    t.ctx.live_brokers.add(a.broker)
-    t.ctx.discard("shutting_down", a.broker)
-    on_broker_startup(t, {a.broker})
+    enqueue(t, "BrokerChange", (a.broker, True))
+
+
+@processes("BrokerChange")
+def broker_change(t: Txn, change: tuple[int, bool]) -> None:
+    """BrokerChange: the controller reads the broker's registration come (onBrokerStartup) or go (onBrokerFailure).
+
+    The event names the incarnation whose registration changed, as Kafka 2.2+ tells incarnations apart by broker
+    epoch: a broker that died and registered again before the controller looked is handled as failed, then started.
+    """
+    broker, up = change
+    if up:
+        t.ctx.live_brokers.add(broker)
+        t.ctx.discard("shutting_down", broker)
+        on_broker_startup(t, {broker})
+    else:
+        t.ctx.live_brokers.discard(broker)
+        t.ctx.discard("shutting_down", broker)
+        on_broker_failure(t, {broker})
 
 
 def _restart_locally(t: Txn, broker: int) -> None:
@@ -150,9 +167,7 @@ def broker_fail(t: Txn, a: BrokerFail) -> None:
         return
     if not has_controller(t):
         return
-    t.ctx.live_brokers.discard(a.broker)
-    t.ctx.discard("shutting_down", a.broker)
-    on_broker_failure(t, {a.broker})
+    enqueue(t, "BrokerChange", (a.broker, False))
 
 
 def on_broker_failure(t: Txn, dead: set[int]) -> None:

@@ -25,6 +25,7 @@ def reset_context(t: Txn) -> None:
         setattr(c, name, {})
     for name in ("live_brokers", "shutting_down", "topics_to_delete", "topics_ineligible"):
         setattr(c, name, set())
+    c.events = ()  # a controller's queue dies with it
     t.request_batch = requests.RequestBatch()  # type: ignore[attr-defined]
 
 
@@ -146,7 +147,14 @@ def controller_resign(t: Txn, a: ControllerResign) -> None:
     if not [b for b, s in t.items("brokers") if s.alive]:
         raise BrokerNotAvailable("no live broker to elect as controller")
     old = t.ctx.controller_id
-    # The old controller may still be finishing an event with its stale context when another broker wins.
-    zombie = freeze_context(t.ctx) if t.config.zombie_controller and old >= 0 and t.brokers[old].alive else None
+    # The old controller may still be finishing an event with its stale context when another broker wins. Since
+    # Kafka 1.1 the loss of its session clears its queue (Expire goes first); variant KAFKA-3083 (before 1.1): the
+    # events already queued are still processed, with the stale context, before it learns it resigned.
+    keeps_queue = t.config.has("KAFKA-3083") and bool(t.ctx.events)
+    zombie = None
+    if (t.config.zombie_controller or keeps_queue) and old >= 0 and t.brokers[old].alive:
+        zombie = freeze_context(t.ctx)
+        if not keeps_queue and zombie.events:
+            zombie = zombie._replace(events=())
     elect_controller(t, a.broker)
     t.zombie = zombie if zombie is not None and t.ctx.controller_id != old else None

@@ -47,6 +47,12 @@ def _move(t: Txn, tp: tuple, b: int, target: str) -> None:
             t.note(f"state change of replica {b} of {tp[0]}-{tp[1]} to OfflineReplica failed: "
                    "the leader and ISR path in ZooKeeper is empty")
             return
+        if lai is None and t.config.has("KAFKA-6650"):
+            # Variant KAFKA-6650 (1.1): only replicas whose partition has leadership information in the controller's
+            # cache are moved to OfflineReplica; after a failover cut a topic's deletion half way, the partitions
+            # whose state znode was already deleted have none, so their replicas never leave OnlineReplica.
+            t.note(f"replica {b} of {tp[0]}-{tp[1]} has no leadership information: left in {current}")
+            return
         t.set_replica_state(tp, b, target)
         requests.add_stop_replica(t, b, tp, delete=False)
         if lai is None:

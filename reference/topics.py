@@ -8,9 +8,10 @@ from kcm.model.actions import AddPartitions, CreateTopic, DeleteTopic
 from kcm.model.errors import InvalidReplicaAssignment, ReassignmentInProgress, UnknownTopicOrPartition
 from kcm.model.states import PartitionState as P
 from kcm.model.states import ReplicaState as R
-from kcm.model.txn import Txn, draft_has
+from kcm.model.txn import Txn, draft_has, draft_sorted_items
 from kcm.reference import requests
 from kcm.reference.context import has_controller, partitions_of, topic_exists
+from kcm.reference.events import enqueue, processes
 from kcm.reference.handlers import handles
 from kcm.reference.partition_machine import handle_partition_changes
 from kcm.reference.replica_machine import handle_replica_changes
@@ -99,8 +100,16 @@ def delete_topic(t: Txn, a: DeleteTopic) -> None:
         raise UnknownTopicOrPartition(f"topic {a.topic} is already queued for deletion")
     t.zk.delete_topics.add(a.topic)
     if has_controller(t):
-        t.ctx.topics_to_delete.add(a.topic)
-        resume_deletion(t, a.topic)
+        enqueue(t, "TopicDeletion", a.topic)
+
+
+@processes("TopicDeletion")
+def topic_deletion(t: Txn, topic: str) -> None:
+    """TopicDeletion: the controller reads the topic queued in /admin/delete_topics and starts deleting it."""
+    if not draft_has(t.zk, "delete_topics", topic):
+        return
+    t.ctx.topics_to_delete.add(topic)
+    resume_deletion(t, topic)
 
 
 def resume_deletion(t: Txn, topic: str, despite_reassignment: bool = False) -> None:
@@ -195,15 +204,39 @@ def complete_deletion(t: Txn, topic: str, replicas: list[tuple[tuple, int]]) -> 
     for tp in tps:
         # A reassignment still in flight goes with its partition (Kafka's removeTopic leaves a stale entry in
         # partitionsBeingReassigned, which its next failover drops: the model drops it at once).
-        for m in (t.zk.assignments, t.zk.partitions, t.zk.reassign_partitions, t.ctx.assignments,
-                  t.ctx.leadership, t.ctx.partition_states, t.ctx.reassignments):
+        for m in (t.ctx.assignments, t.ctx.leadership, t.ctx.partition_states, t.ctx.reassignments):
             m.pop(tp, None)
     for key in [k for k in t.ctx.replica_states if k[0] == topic]:
         del t.ctx.replica_states[key]
     # A re-created topic starts again at leader epoch 0: forget this one's leader epochs.
     for key in [k for k in t.ghost.elected if k[0] == topic]:
         del t.ghost.elected[key]
-    t.zk.reassign_original = tuple([kv for kv in t.zk.reassign_original if kv[0][0] != topic])
-    t.zk.delete_topics.discard(topic)
     t.ctx.topics_to_delete.discard(topic)
     t.ctx.topics_ineligible.discard(topic)
+    if t.config.grain == "event":
+        # The znodes go in several ZooKeeper calls, the next of them at the head of the queue (delete_topic_znodes).
+        enqueue(t, "DeleteTopicZNode", topic, first=True)
+        return
+    for tp in tps:
+        t.zk.partitions.pop(tp, None)
+    _delete_topic_znode(t, topic)
+
+
+@processes("DeleteTopicZNode")
+def delete_topic_znodes(t: Txn, topic: str) -> None:
+    """One ZooKeeper call of a deleted topic's recursive delete: a partition state znode, or (the last one left)
+    /brokers/topics/<topic> with its reassignment entries and the /admin/delete_topics entry."""
+    states = [tp for tp, _ in draft_sorted_items(t.zk, "partitions") if tp[0] == topic]
+    if states:
+        t.zk.partitions.pop(min(states), None)
+        enqueue(t, "DeleteTopicZNode", topic, first=True)
+        return
+    _delete_topic_znode(t, topic)
+
+
+def _delete_topic_znode(t: Txn, topic: str) -> None:
+    for tp in [tp for tp, _ in draft_sorted_items(t.zk, "assignments") if tp[0] == topic]:
+        t.zk.assignments.pop(tp, None)
+        t.zk.reassign_partitions.pop(tp, None)
+    t.zk.reassign_original = tuple([kv for kv in t.zk.reassign_original if kv[0][0] != topic])
+    t.zk.delete_topics.discard(topic)
