@@ -1,7 +1,8 @@
 """Public oracle API: check another implementation's events in-process against the model's rules.
 
 Every function and the streaming `TraceChecker` judge with the `kafka` rule set unless told otherwise (the same
-default as `kcm check-trace`, `kcm check-log` and the pytest plugin).
+default as `kcm check-trace`, `kcm check-log` and the pytest plugin). A failed Verdict's `finding` is the `Finding`
+every oracle and `kcm conform` report: rule id, message, location, evidence.
 """
 
 from __future__ import annotations
@@ -11,11 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from kcm.checkers import oracle_trace
+from kcm.checkers.finding import Finding
 from kcm.checkers.oracle_trace import Verdict
 from kcm.model.tables import ORACLE_RULES, rule_set
 
-__all__ = ["ORACLE_RULES", "TraceChecker", "Verdict", "assert_valid", "broker_down", "broker_up", "check_events",
-           "check_trace_file", "controller_elected", "failure_message", "fetch", "leader_and_isr_write",
+__all__ = ["ORACLE_RULES", "Finding", "TraceChecker", "Verdict", "assert_valid", "broker_down", "broker_up",
+           "check_events", "check_trace_file", "controller_elected", "failure_message", "fetch", "leader_and_isr_write",
            "partition_state_change", "produce", "replica_state_change", "request_partition", "request_received",
            "request_sent"]
 
