@@ -60,9 +60,15 @@ def _refusals(effects: Effects) -> Counter:
     return out
 
 
+def _zombie_step(before: Cluster, action: Any) -> bool:
+    """Whether the step is the deposed controller's (which has not yet handled the loss of its session)."""
+    return before.zombie is not None and (isinstance(action, A.ZombieElect)
+                                          or (isinstance(action, A.ControllerEvent) and action.zombie))
+
+
 def _actor(before: Cluster, action: Any, after: Cluster) -> ControllerContext:
     """The controller whose decisions the step logs: the zombie in its own steps, else the active controller."""
-    if isinstance(action, A.ZombieElect) and before.zombie is not None:
+    if before.zombie is not None and _zombie_step(before, action):
         return before.zombie
     return after.ctx if after.ctx.controller_id >= 0 else before.ctx
 
@@ -89,7 +95,11 @@ def trace_events(config: ClusterConfig, before: Cluster, action: Any, after: Clu
     if after.zk.controller_epoch > before.zk.controller_epoch:
         events.append({"type": "controller_elected", "broker": after.zk.controller,
                        "epoch": after.zk.controller_epoch})
-    for c in effects.state_changes:
+    # A deposed controller's state changes are moves of its own stale state machines, and a trace's state changes
+    # carry no controller epoch to tell them from the active controller's: they are left out (its writes and
+    # requests, which carry its epoch, are written). A state-change log names the epoch (`log_lines` writes them).
+    changes = () if _zombie_step(before, action) else effects.state_changes
+    for c in changes:
         if c.machine == "partition":
             events.append({"type": "partition_state_change", "partition": c.subject, "from": c.from_state,
                            "to": c.to_state})
