@@ -37,7 +37,9 @@ PACKAGES = {"kcm.model": "model", "kcm.reference": "reference", "kcm.properties"
 # checks and the visited set); the rest is I/O, Spark, Z3 and test tooling, where compiling gains nothing.
 ONLY = {"kcm.checkers": ("bfs", "bounded", "spark_expand", "spark_worker", "verdicts", "visited")}
 # The kcm modules a `.pxd` cimports (`from kcm.model.txn cimport Txn`, `cimport kcm.model.txn`).
-_CIMPORT = re.compile(r"^[ \t]*(?:from[ \t]+(kcm(?:\.\w+)+)[ \t]+cimport\b|cimport[ \t]+(kcm(?:\.\w+)+))", re.M)
+# `from kcm.reference cimport requests` cimports the module kcm.reference.requests: the names after `cimport` count.
+_CIMPORT = re.compile(r"^[ \t]*(?:from[ \t]+(kcm(?:\.\w+)+)[ \t]+cimport\b([\w, \t]*)|cimport[ \t]+(kcm(?:\.\w+)+))",
+                      re.M)
 
 
 def source_of(module: str) -> Path | None:
@@ -61,7 +63,11 @@ def digest(path: Path, _seen: frozenset[Path] = frozenset()) -> str:
     if pxd.is_file():
         text = pxd.read_bytes()
         h.update(b"\0pxd\0" + text)
-        for module in sorted({a or b for a, b in _CIMPORT.findall(text.decode("utf-8", "replace"))}):
+        cimported = set()
+        for package, names, module in _CIMPORT.findall(text.decode("utf-8", "replace")):
+            cimported.add(module or package)
+            cimported.update(f"{package}.{n.strip()}" for n in names.split(",") if package and n.strip())
+        for module in sorted(cimported):
             other = source_of(module)
             if other is not None and other not in _seen and other != path:
                 h.update(b"\0cimport\0" + module.encode() + digest(other, _seen | {path}).encode())
