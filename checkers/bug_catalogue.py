@@ -81,6 +81,9 @@ VARIANTS += (
     Variant("KAFKA-3083", "a controller that lost its session still processes the events it had queued, with its "
             "stale context (the 1.1.0 part; its writes unfenced before KAFKA-6082's fix)", "<= 1.0", "1.1.0",
             ("ZkEpochFencing", "ControllerCacheMatchesZk"), "reference/controller.py", _switch("KAFKA-3083"), {}),
+    Variant("KAFKA-9307", "a leader made follower records the new leader epoch, loses its session before the move "
+            "is done, and ignores the resent LeaderAndIsr of that epoch: it never follows", "2.2.0 - 2.4.0", "2.4.1",
+            ("ReplicasFollowZk", "LivenessView"), "reference/brokers.py", _switch("KAFKA-9307"), {}),
 )
 
 

@@ -147,6 +147,9 @@ class BrokerState(NamedTuple):
     incarnation: int  # bumps at each restart (the broker epoch of KIP-380)
     # Variant KAFKA-12315: a fenced zombie left requests in this broker's ControllerBrokerRequestBatch.
     leftover_batch: bool = False
+    # Grain "event": partitions of a LeaderAndIsr this broker has applied only in part (the leader epoch recorded, the
+    # move from leader to follower not yet made), sorted; the rest of the request waits at the head of its connection.
+    half_applied: tuple[tuple[str, int], ...] = ()
 
 
 class ReplicaData(NamedTuple):
@@ -215,15 +218,19 @@ def _reduce_record(record: Any) -> tuple[Any, tuple[Any, ...]]:
     return copyreg.__newobj__, (type(record), *record)
 
 
-def _reduce_context(record: ControllerContext) -> tuple[Any, tuple[Any, ...]]:
-    """A context pickles as `_reduce_record` does, but without its event queue when that is empty (the coarse grain
-    always), so that every state of the coarse grain keeps the bytes, and so the fingerprints and the checkpoints, it
-    had before contexts held a queue; unpickling gives the field its default back."""
+def _reduce_trailing(record: Any) -> tuple[Any, tuple[Any, ...]]:
+    """A record whose last field is newer than the others (a context's event queue, a broker's half-applied
+    partitions) pickles as `_reduce_record` does, but without that field when it is empty (always, at the coarse
+    grain): such states keep the bytes, and so the fingerprints and the checkpoints, they had before the field was
+    added; unpickling gives the field its default back."""
     if record[-1]:
-        return copyreg.__newobj__, (ControllerContext, *record)
-    return copyreg.__newobj__, (ControllerContext, *record[:-1])
+        return copyreg.__newobj__, (type(record), *record)
+    return copyreg.__newobj__, (type(record), *record[:-1])
+
+
+TRAILING = (ControllerContext, BrokerState)  # the records reduced by `_reduce_trailing`
 
 
 RECORDS = (LeaderAndIsr, Zk, Reassignment, ControllerContext, BrokerState, ReplicaData, Ghost, Cluster)
 for _record in RECORDS:
-    copyreg.pickle(_record, _reduce_context if _record is ControllerContext else _reduce_record)
+    copyreg.pickle(_record, _reduce_trailing if _record in TRAILING else _reduce_record)

@@ -32,7 +32,7 @@ def broker_start(t: Txn, a: BrokerStart) -> None:
     if state.alive:
         raise BrokerNotAvailable(f"broker {a.broker} is already live")
     t.brokers[a.broker] = replace(state, alive=True, shutting_down=False, incarnation=state.incarnation + 1,
-                                  leftover_batch=False)
+                                  leftover_batch=False, half_applied=())
     _restart_locally(t, a.broker)
     t.zk.brokers.add(a.broker)
     if not has_controller(t):
@@ -84,7 +84,8 @@ def broker_bounce(t: Txn, a: BrokerBounce) -> None:
                                  "(broker_fail, then broker_start)")
     requests.drop_inflight(t, a.broker)
     broker_logs.on_broker_crash(t, a.broker)
-    restarted = replace(state, shutting_down=False, incarnation=state.incarnation + 1, leftover_batch=False)
+    restarted = replace(state, shutting_down=False, incarnation=state.incarnation + 1, leftover_batch=False,
+                        half_applied=())
     if has_controller(t) and not t.config.has("KAFKA-1120"):
         # The controller handles the old incarnation's failure first; nothing it sends reaches the old one.
         t.brokers[a.broker] = replace(restarted, alive=False)
@@ -117,6 +118,14 @@ def session_expiry(t: Txn, a: SessionExpiry) -> None:
     if t.zk.controller == a.broker:
         raise BrokerNotAvailable(f"broker {a.broker} is the controller: its session loss is a controller failover")
     requests.drop_inflight(t, a.broker)
+    if state.half_applied and t.config.has("KAFKA-9307"):
+        # Variant KAFKA-9307 (2.2 - 2.4): the session loss fails the move to follower the broker had begun, but the
+        # partitions keep the leader epoch it recorded; the controller's resent LeaderAndIsr carries that same epoch
+        # and is ignored, so the broker never completes the move. Fixed (2.4.1): the resent request completes it.
+        t.note(f"broker {a.broker}'s move to follower of {[f'{tp[0]}-{tp[1]}' for tp in state.half_applied]} failed "
+               "with its session")
+        state = replace(state, half_applied=())
+        t.brokers[a.broker] = state
     if not has_controller(t):
         return
     t.brokers[a.broker] = replace(state, alive=False)
@@ -154,7 +163,7 @@ def broker_fail(t: Txn, a: BrokerFail) -> None:
     state = t.brokers[a.broker]
     if not state.alive:
         raise BrokerNotAvailable(f"broker {a.broker} is not live")
-    t.brokers[a.broker] = replace(state, alive=False, shutting_down=False)
+    t.brokers[a.broker] = replace(state, alive=False, shutting_down=False, half_applied=())
     requests.drop_inflight(t, a.broker)
     if t.zombie is not None and t.zombie.controller_id == a.broker:
         t.zombie = None  # a dead process cannot act

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from kcm.model.actions import Deliver
-from kcm.model.cluster import NO_LEADER, BrokerState, ReplicaData
+from kcm.model.cluster import NO_LEADER, BrokerState, ReplicaData, replace
 from kcm.model.effects import LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest
 from kcm.model.errors import NoRequestInFlight
 from kcm.model.fmap import EMPTY
@@ -116,7 +116,14 @@ def flush(t: Txn) -> None:
 def send(t: Txn, req: Any) -> None:
     """Send one request: delivered at once (delivery "sync") or queued for its broker (delivery "async")."""
     if t.config.delivery != "async":
-        deliver(t, req)
+        queue = t.lookup("inflight", (req.broker, req.controller_epoch)) if t.config.grain == "event" else None
+        if not queue:
+            deliver(t, req)
+            return
+        # Grain "event": the connection waits for the broker to finish a request it applied in part; what follows
+        # is sent now and applied in order after it (its `deliver` step lists it no second time).
+        t.requests.append(req)
+        t.inflight[(req.broker, req.controller_epoch)] = queue + (req,)
         return
     state = t.lookup("brokers", req.broker)
     if state is None or not state.alive:
@@ -142,7 +149,33 @@ def deliver_next(t: Txn, a: Deliver) -> None:
         raise NoRequestInFlight(f"no control request of controller epoch {epoch} is in flight to broker {a.broker}"
                                 if a.controller_epoch >= 0 else f"no control request is in flight to broker {a.broker}")
     t.inflight[(a.broker, epoch)] = queue[1:]
+    if _is_rest(t, queue[0]):
+        t.result = _apply_leader_and_isr(t, queue[0])  # the rest of a request taken already: not sent again
+        return
+    listed = len(t.requests)
     t.result = deliver(t, queue[0])
+    if t.config.delivery != "async":
+        del t.requests[listed:]  # listed when it was sent, behind a request applied in part (`send`)
+
+
+def _is_rest(t: Txn, req: Any) -> bool:
+    """Whether a request waiting in a connection is the rest of a LeaderAndIsr its broker applied in part."""
+    if type(req) is not LeaderAndIsrRequest:
+        return False
+    half = t.lookup("brokers", req.broker).half_applied
+    if not half or req.tp not in half:
+        return False
+    data = t.lookup("replicas", (req.tp[0], req.tp[1], req.broker))
+    return data is not None and data.leader_epoch == req.leader_epoch
+
+
+def finish_half_applied(t: Txn, broker: int) -> None:
+    """The broker applies the rest of the LeaderAndIsr requests it applied in part, before any other request: it
+    takes one request at a time."""
+    for key, queue in t.items("inflight"):
+        if key[0] == broker and queue and _is_rest(t, queue[0]):
+            t.inflight[key] = queue[1:]
+            _apply_leader_and_isr(t, queue[0])
 
 
 def drop_inflight(t: Txn, broker: int) -> None:
@@ -161,6 +194,9 @@ def deliver(t: Txn, req: Any) -> bool:
     state = t.lookup("brokers", req.broker)
     if state is None or not state.alive:
         return False
+    if state.half_applied:
+        finish_half_applied(t, req.broker)
+        state = t.lookup("brokers", req.broker)
     t.requests.append(req)
     accepted, carried = state.controller_epoch, req.controller_epoch
     # Only a request older than the accepted epoch can be refused, however a variant relaxes the rule: the rule is
@@ -195,9 +231,24 @@ def _apply_leader_and_isr(t: Txn, req: LeaderAndIsrRequest) -> bool:
     if broker not in replicas:
         t.note(f"broker {broker} ignored LeaderAndIsr for {tp_name(tp)}: not in its replica list")
         return False
-    if data is not None and leader_epoch <= data.leader_epoch:
+    state = t.lookup("brokers", broker)
+    half = state.half_applied
+    if half and tp in half and data is not None and leader_epoch >= data.leader_epoch:
+        # The rest of a LeaderAndIsr applied in part (or a newer one): the move it began is made now.
+        t.brokers[broker] = replace(state, half_applied=tuple([x for x in half if x != tp]))
+    elif data is not None and leader_epoch <= data.leader_epoch:
         t.note(_stale_leader_epoch_note(broker, tp, leader_epoch, data.leader_epoch))
         return False
+    elif (data is not None and data.leader == broker and leader != broker and leader != NO_LEADER
+          and t.config.grain == "event"):
+        # Grain "event": a leader made follower stops leading and records the new leader epoch first
+        # (Partition.makeFollower), and follows its new leader in a later step, the rest of the request waiting at
+        # the head of its connection; a session loss can come between the two (KAFKA-9307).
+        t.replicas[key] = _new(ReplicaData, (data[0], data[1], NO_LEADER, leader_epoch, *data[4:]))
+        t.brokers[broker] = replace(state, half_applied=tuple(sorted(half + (tp,))))
+        connection = (broker, req.controller_epoch)
+        t.inflight[connection] = (req,) + t.inflight.get(connection, ())
+        return True
     isr, replicas = tuple(sorted(isr)), tuple(replicas)
     if data is None:
         t.replicas[key] = _new(ReplicaData, ((), 0, leader, leader_epoch, isr, zk_version, replicas, EMPTY, False))

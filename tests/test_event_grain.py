@@ -21,16 +21,29 @@ FILES = sorted(p for p in LIBRARY.rglob("*.json") if '"grain": "event"' not in p
 EVENT = ClusterConfig((0, 1, 2), rules="kafka", grain="event")
 
 
+def _pending(config: ClusterConfig, state):
+    """The next step of the event grain's quiescence: a controller event, the rest of a request applied in part, or
+    (synchronous delivery) a request sent behind one."""
+    if state.ctx.events:
+        return A.ControllerEvent()
+    half = {b: s.half_applied for b, s in state.brokers if s.half_applied}
+    for (broker, epoch), queue in state.inflight:
+        if queue and (config.delivery == "sync" or broker in half and queue[0].tp in half[broker]):
+            return A.Deliver(broker, epoch)
+    return None
+
+
 class Quiescent:
-    """An engine for `scenario.run`: each step at the event grain, then the controller's queue run empty."""
+    """An engine for `scenario.run`: each step at the event grain, then run to quiescence (no controller event
+    queued, no request applied in part)."""
 
     start = staticmethod(api.start)
 
     @staticmethod
     def step(config: ClusterConfig, state, action):
         state, effects = api.step(config, state, action)
-        while state.ctx.events:
-            state, more = api.step(config, state, A.ControllerEvent())
+        while (pending := _pending(config, state)) is not None:
+            state, more = api.step(config, state, pending)
             effects = Effects(effects.requests + more.requests, effects.state_changes + more.state_changes,
                               effects.notes + more.notes, effects.result)
         return state, effects
@@ -131,3 +144,24 @@ def test_a_queued_event_is_part_of_the_state_and_round_trips():
     processed, _ = api.step(EVENT, queued, A.ControllerEvent())
     assert decode(encode(processed)) == processed and processed.ctx.events == ()
     assert fingerprint(queued) != fingerprint(queued._replace(ctx=queued.ctx._replace(events=())))
+
+
+def test_a_leader_made_follower_moves_in_two_steps_and_a_session_loss_between_them_is_kafka_9307():
+    state = _started({"t": (1, 0)})
+    # broker 1 loses its session: the controller elects 0 and tells 1, which stops leading and records epoch 1 only
+    state, _ = api.step(EVENT, state, A.SessionExpiry(1))
+    data = dict(state.replicas)[("t", 0, 1)]
+    assert (data.leader, data.leader_epoch) == (-1, 1) and dict(state.brokers)[1].half_applied == (("t", 0),)
+    assert state.inflight  # the rest of the request waits at the head of the connection
+    done, _ = api.step(EVENT, state, A.Deliver(1))
+    assert dict(done.replicas)[("t", 0, 1)].leader == 0 and dict(done.brokers)[1].half_applied == ()
+    # a second session loss first: the fixed broker completes the move on the resent request, the buggy one ignores it
+    fixed, _ = api.step(EVENT, state, A.SessionExpiry(1))
+    assert dict(fixed.replicas)[("t", 0, 1)].leader == 0
+    buggy = EVENT._replace(variants=("KAFKA-9307",))
+    stuck, _ = api.step(buggy, state, A.SessionExpiry(1))
+    assert dict(stuck.replicas)[("t", 0, 1)].leader == -1 and not stuck.inflight
+    # at the coarse grain the move is one step
+    coarse = EVENT._replace(grain="coarse")
+    one, _ = api.step(coarse, _started({"t": (1, 0)}), A.SessionExpiry(1))
+    assert dict(one.replicas)[("t", 0, 1)].leader == 0 and not one.inflight

@@ -67,27 +67,26 @@ def test_fingerprint_ignores_how_sub_values_are_shared(state):
     assert fingerprint(((twin, twin),)) == fingerprint(((("t", 0), ("t", 0)),))
 
 
-def _without_empty_queue(ctx):
-    """A controller context with no event queued, pickled as the record it was before contexts held a queue."""
+def _without_empty_trailing(record):
+    """A record whose newest field is empty, pickled as the record it was before that field was added."""
     import copyreg
 
-    from kcm.model.cluster import ControllerContext
-
-    fields = tuple(ctx) if ctx.events else tuple(ctx)[:-1]
-    return copyreg.__newobj__, (ControllerContext, *fields)
+    fields = tuple(record) if record[-1] else tuple(record)[:-1]
+    return copyreg.__newobj__, (type(record), *fields)
 
 
 def _default_pickle(value, fast: bool) -> bytes:
     """Pickle's bytes of `value` by its default reductions (a private dispatch table skips copyreg's), but for a
-    controller context's empty event queue, left out so that coarse-grain states keep their fingerprints."""
+    controller context's empty event queue and a broker's empty half-applied partitions, left out so that
+    coarse-grain states keep their fingerprints."""
     import io
     import pickle
 
-    from kcm.model.cluster import ControllerContext
+    from kcm.model.cluster import BrokerState, ControllerContext
 
     buf = io.BytesIO()
     pickler = pickle.Pickler(buf, 5)
-    pickler.dispatch_table = {ControllerContext: _without_empty_queue}
+    pickler.dispatch_table = {ControllerContext: _without_empty_trailing, BrokerState: _without_empty_trailing}
     pickler.fast = fast
     pickler.dump(value)
     return buf.getvalue()
