@@ -363,13 +363,13 @@ def judge_trace(path: Path, exp: dict[str, Any]) -> tuple[str, dict[str, Any]]:
 def _trace_rule(verdict: dict[str, Any]) -> tuple[str, str]:
     """(rule id, rule in words) of a trace judged otherwise than expected: the id of the rule its verdict names
     (a catalogue property or a trace-only rule), malformed-trace, or the trace's expectation when it was valid."""
-    from kcm.checkers.oracle_trace import TRACE_ONLY, rule_id
+    from kcm.checkers.oracle_trace import TRACE_ONLY
 
     if not verdict:
         return "unreadable", ""
     if verdict.get("malformed"):
         return "malformed-trace", ""
-    found = rule_id(verdict.get("rule") or "")
+    found = verdict.get("rule_id") or ""
     return (found, TRACE_ONLY.get(found, "")) if found else ("expectation", "")
 
 
