@@ -116,6 +116,8 @@ def why_unsound(model: Any) -> str | None:
         return "requests wait in a queue shared by every partition (delivery async)"
     if getattr(model.config, "zombie_controller", False):
         return "a zombie controller acts on partitions from a stale context"
+    if getattr(model.config, "grain", "coarse") != "coarse":
+        return "the controller's event queue is shared by every partition (grain event)"
     other = sorted(set(model.families) - GLOBAL_SAFE_FAMILIES)
     if other:
         return f"the families {', '.join(other)} offer global actions on partitions' state"
