@@ -40,9 +40,9 @@ class Frontier:
 
     def __init__(self, states: Iterable[Any], codec: StateCodec, spill: int, folder: str | None = None) -> None:
         self.codec = codec
-        self.count = 0
+        self.count = 0  # states in the compressed chunks (the tail's are not counted here)
         self.encoded_bytes = 0  # the chunks' bytes, compressed
-        self.ram_bytes = 0  # bytes of the chunks kept in memory (offsets included)
+        self.ram_bytes = 0  # bytes of the chunks kept in memory (offsets included) and of the tail
         # Per chunk: (its compressed bytes in memory, or None when in the file; where in the file; how many bytes;
         # each state's end offset once decompressed).
         self.chunks: list[tuple[bytes | None, int, int, array]] = []
@@ -50,14 +50,88 @@ class Frontier:
         self.folder = folder
         self.cached = -1
         self.decoded: list[Any] = []
-        blobs: list[bytes] = []
+        self.spill = spill
+        # The last states, fewer than CHUNK, encoded but not yet compressed: more states can follow (`append`).
+        self.tail: list[bytes] = []
+        self.sealed = False  # whether the last chunk holds fewer than CHUNK states (then the tail is empty)
+        self.extend(states)
+        self.seal()
+
+    def seal(self) -> None:
+        """Compress the tail as a last, shorter chunk (`append` opens it again)."""
+        if self.tail:
+            self.ram_bytes -= sum(len(b) for b in self.tail)
+            self._add(self.tail, self.spill)
+            self.tail = []
+            self.sealed = True
+
+    def _unseal(self) -> None:
+        """Make a shorter last chunk the tail again, so that states can follow it (its bytes in the file stay
+        unused: this happens once per batch of states added, not per state)."""
+        self.sealed = False
+        k = len(self.chunks) - 1
+        self.tail = self._raw(k)
+        data, _, size, ends = self.chunks.pop()
+        self.encoded_bytes -= size
+        self.ram_bytes -= (size if data is not None else 0) + ends.itemsize * len(ends)
+        self.ram_bytes += sum(len(b) for b in self.tail)
+        self.count -= len(ends)
+        if self.cached == k:
+            self.cached, self.decoded = -1, []
+
+    def append(self, state: Any) -> None:
+        """Add one state at the end (a model's state, or its bytes from this codec or another process's)."""
+        if self.sealed:
+            self._unseal()
+        tail = self.tail
+        tail.append(state if type(state) is bytes else self.codec.encode(state))
+        self.ram_bytes += len(tail[-1])
+        if len(tail) == CHUNK:
+            self.ram_bytes -= sum(len(b) for b in tail)
+            self._add(tail, self.spill)
+            self.tail = []
+
+    def extend(self, states: Iterable[Any]) -> None:
+        """Add states at the end, in order (states already encoded, as bytes, are kept as they are)."""
+        append = self.append
         for state in states:  # a state already encoded (bytes: never a model's state) is kept as it is
-            blobs.append(state if type(state) is bytes else codec.encode(state))
-            if len(blobs) == CHUNK:
-                self._add(blobs, spill)
-                blobs = []
-        if blobs:
-            self._add(blobs, spill)
+            append(state)
+
+    def blobs(self, start: int, stop: int) -> list[bytes]:
+        """The encoded bytes of the states at positions start to stop - 1 (to hand them to another process)."""
+        out: list[bytes] = []
+        full = len(self.chunks) * CHUNK
+        for k in range(start // CHUNK, len(self.chunks)):
+            if k * CHUNK >= stop:
+                break
+            out.extend(self._raw(k)[max(0, start - k * CHUNK):stop - k * CHUNK])
+        if stop > full:
+            out.extend(self.tail[max(0, start - full):stop - full])
+        return out
+
+    def truncate(self, count: int) -> None:
+        """Keep only the first `count` states (a chunk cut in two goes back to the uncompressed tail)."""
+        if count >= len(self):
+            return
+        if self.sealed:
+            self._unseal()
+        full = len(self.chunks) * CHUNK
+        if count >= full:
+            self.ram_bytes -= sum(len(b) for b in self.tail[count - full:])
+            del self.tail[count - full:]
+            return
+        k = count // CHUNK
+        head = self._raw(k)[:count - k * CHUNK]
+        for data, _, size, ends in self.chunks[k:]:
+            self.encoded_bytes -= size
+            self.ram_bytes -= (size if data is not None else 0) + ends.itemsize * len(ends)
+        self.ram_bytes -= sum(len(b) for b in self.tail)
+        del self.chunks[k:]
+        self.tail = head
+        self.ram_bytes += sum(len(b) for b in head)
+        self.count = k * CHUNK
+        if self.cached >= k:
+            self.cached, self.decoded = -1, []
 
     def _add(self, blobs: list[bytes], spill: int) -> None:
         ends = array("Q")
@@ -83,36 +157,48 @@ class Frontier:
         self.count += len(blobs)
 
     def __len__(self) -> int:
-        return self.count
+        return self.count + len(self.tail)
 
     def __bool__(self) -> bool:
-        return self.count > 0
+        return len(self) > 0
+
+    def _raw(self, k: int) -> list[bytes]:
+        """The encoded bytes of chunk `k`'s states."""
+        data, at, size, ends = self.chunks[k]
+        if data is None:
+            self.file.flush()
+            data = os.pread(self.file.fileno(), size, at)
+        data = zlib.decompress(data)
+        out = []
+        start = 0
+        for end in ends:
+            out.append(data[start:end])
+            start = end
+        return out
 
     def chunk(self, k: int) -> list[Any]:
-        """The states of chunk `k`, decoded (the last chunk decoded is kept)."""
+        """The states of chunk `k`, decoded (the last chunk decoded is kept); k = len(chunks): the tail."""
+        decode = self.codec.decode
+        if k == len(self.chunks):  # the tail grows as states are added: never kept decoded
+            return [decode(blob) for blob in self.tail]
         if k != self.cached:
-            data, at, size, ends = self.chunks[k]
-            if data is None:
-                self.file.flush()
-                data = os.pread(self.file.fileno(), size, at)
-            data = zlib.decompress(data)
-            decode = self.codec.decode
-            start = 0
-            states = []
-            for end in ends:
-                states.append(decode(data[start:end]))
-                start = end
-            self.cached, self.decoded = k, states
+            self.cached, self.decoded = k, [decode(blob) for blob in self._raw(k)]
         return self.decoded
 
     def __getitem__(self, i: int) -> Any:
-        if not 0 <= i < self.count:
+        if not 0 <= i < len(self):
             raise IndexError(i)
-        return self.chunk(i // CHUNK)[i % CHUNK]
+        k = i // CHUNK
+        if k == len(self.chunks):
+            return self.codec.decode(self.tail[i - k * CHUNK])
+        return self.chunk(k)[i % CHUNK]
 
     def __iter__(self) -> Iterator[Any]:
         for k in range(len(self.chunks)):
             yield from self.chunk(k)
+        decode = self.codec.decode
+        for blob in list(self.tail):
+            yield decode(blob)
 
     def close(self) -> None:
         """Drop the temporary file (it has no name: closing it frees its blocks)."""
@@ -121,6 +207,7 @@ class Frontier:
             self.file = None
         self.decoded = []
         self.cached = -1
+        self.tail = []
 
 
 def codec_for(spill: int | None) -> StateCodec | None:

@@ -26,14 +26,17 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import pickle
-from collections.abc import Collection
+from array import array
+from collections.abc import Collection, Iterable
 from multiprocessing.connection import wait
 from typing import Any
 
 import numpy as np
 from kcm.checkers.checkpoint import Checkpointer, Snapshot
 from kcm.checkers.collector import no_collections
+from kcm.checkers.frontier import MEMO, SPILL, Frontier
 from kcm.checkers.level_loop import Level, ProgressFn, Stopped, Tick, least, run, unreached
+from kcm.checkers.spark_worker import StateCodec
 from kcm.checkers.stopping import StopRequest, ignore_signals
 from kcm.checkers.verdicts import Exploration, indexed_successors, state_checks, step_checks
 from kcm.checkers.visited import FP, Visited
@@ -47,17 +50,78 @@ MIN_STEAL = 4  # a worker with fewer states left to expand keeps them
 WATCH = 0.25  # seconds between two looks at the stop request while the coordinator waits for its workers
 
 
+class Share:
+    """A worker's states to expand, in order, each with its global position in the level.
+
+    Past `spill` states, the states are kept as a `Frontier` (`checkers/frontier.py`: the Spark codec's bytes,
+    compressed in chunks, past `spill` in a temporary file), as the local engine keeps its levels; below, as a
+    list. States handed to another worker travel as the codec's bytes when the share holds them so.
+    """
+
+    def __init__(self, rows: Iterable[tuple[int, Any]], encoded: bool, codec: StateCodec, spill: int) -> None:
+        self.codec = codec
+        self.positions = array("q")
+        self.states: Any = Frontier((), codec, spill) if encoded else []
+        self.extend(rows)
+
+    def extend(self, rows: Iterable[tuple[int, Any]]) -> None:
+        """Add (position, state or its bytes) rows at the end."""
+        positions, states = self.positions, self.states
+        listed = type(states) is list
+        decode = self.codec.decode
+        for pos, state in rows:
+            positions.append(pos)
+            states.append(decode(state) if listed and type(state) is bytes else state)
+        if not listed:
+            states.seal()
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    def __getitem__(self, i: int) -> tuple[int, Any]:
+        return self.positions[i], self.states[i]
+
+    def state(self, i: int) -> Any:
+        """The state at index i."""
+        return self.states[i]
+
+    def cut(self, count: int) -> list[tuple[int, Any]]:
+        """Take the last `count` rows out (their states as bytes when the share keeps them encoded)."""
+        end = len(self.positions)
+        start = end - count
+        states = self.states
+        if type(states) is list:
+            out = list(zip(self.positions[start:].tolist(), states[start:], strict=True))
+            del states[start:]
+        else:
+            out = list(zip(self.positions[start:].tolist(), states.blobs(start, end), strict=True))
+            states.truncate(start)
+        del self.positions[start:]
+        return out
+
+    def close(self) -> None:
+        """Let go of the states (a spilled share's temporary file with them)."""
+        if isinstance(self.states, Frontier):
+            self.states.close()
+        self.states = []
+        self.positions = array("q")
+
+
 class _Worker:
     """One worker process's state: its share of the frontier and the candidates of the level in work."""
 
-    def __init__(self, model: Any, conn: Any, frontier: list[tuple[int, Any]], tally: Any = None) -> None:
+    def __init__(self, model: Any, conn: Any, frontier: Share, tally: Any = None, spill: int = SPILL) -> None:
         self.model, self.conn, self.tally = model, conn, tally
         self.frontier = frontier  # (global position in the level, state), in position order
+        # A share of more than `spill` states is kept encoded, and so are the level's candidates past that many:
+        # the same threshold per worker as the local engine's per level, over the workers.
+        self.spill, self.codec = spill, frontier.codec
         self.step_props = [p for p in model.properties() if p.expectation in STEP_KINDS]
         self.state_props = [p for p in model.properties() if p.expectation in STATE_KINDS]
         self.rechecks = Rechecks(self.state_props)
         self.judged = self.state_props  # less the goals reached anywhere (the coordinator's word)
-        # The level's candidates: state, the parent's index in self.frontier, and the link sent for it.
+        # The level's candidates: state (its bytes past `spill`), the parent's index in self.frontier, and the
+        # link sent for it.
         self.states: list[Any] = []
         self.local: list[int] = []
         self.links: tuple[np.ndarray, np.ndarray] = (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64))
@@ -98,6 +162,7 @@ class _Worker:
         states: list[Any] = []
         local: list[int] = []
         work = self.frontier
+        spill, encode = self.spill, self.codec.encode
         li = 0
         while True:
             while li < len(work):
@@ -122,13 +187,14 @@ class _Worker:
                     if at is not None:
                         # States taken from another worker come out of position order: keep the least link.
                         if (pos, aidx) < (parents[at], actions[at]):
-                            parents[at], actions[at], states[at], local[at] = pos, aidx, nxt, li
+                            parents[at], actions[at], local[at] = pos, aidx, li
+                            states[at] = nxt if at < spill else encode(nxt)
                         continue
                     seen[fp] = len(fps)
                     fps.append(fp)
                     parents.append(pos)
                     actions.append(aidx)
-                    states.append(nxt)
+                    states.append(nxt if len(states) < spill else encode(nxt))
                     local.append(li)
                 li += 1
             conn.send(("idle",))
@@ -148,12 +214,11 @@ class _Worker:
         return ("report", np.array(fps, dtype=FP), self.links[0], self.links[1], step_best, reached, transitions,
                 goal_best, counted)
 
-    def _give(self, msg: tuple, work: list[tuple[int, Any]], done: int) -> None:
+    def _give(self, msg: tuple, work: Share, done: int) -> None:
         """Answer a request for work: the last half of the states not expanded yet (none when few are left)."""
         left = len(work) - done
         count = left // 2 if left >= MIN_STEAL else 0
-        out = work[len(work) - count:] if count else []
-        del work[len(work) - count:]
+        out = work.cut(count) if count else []
         self.conn.send(("gift", pickle.dumps(out, pickle.HIGHEST_PROTOCOL) if out else b""))
 
     def keep(self, winners: np.ndarray, positions: np.ndarray, reached: set[str], gives: list[int],
@@ -166,61 +231,72 @@ class _Worker:
         after_step = self.rechecks.after_step
         states, local, frontier = self.states, self.local, self.frontier
         parents, actions = self.links
+        decode = self.codec.decode
         state_best: dict[str, tuple[int, int]] = {}
         goal_best: dict[str, tuple[int, int]] = {}  # state goal -> least link of a new state that reaches it
         hits: set[str] = set()
-        kept: list[tuple[int, Any]] = []
-        for i, pos in zip(winners.tolist(), positions.tolist(), strict=True):
+        # Judged in the order the candidates were found, so that their parents are read in the share's order (a
+        # spilled share decodes one chunk at a time); the verdicts are the least links whatever the order.
+        for i in np.sort(winners).tolist():
             state = states[i]
+            if type(state) is bytes:
+                state = decode(state)
             # A property reading only parts the step left as they were has the parent's verdict (as in bfs).
-            bad, hit = state_checks(model, state, after_step(frontier[local[i]][1], state))
+            bad, hit = state_checks(model, state, after_step(frontier.state(local[i]), state))
             if bad:
                 least(state_best, bad, (int(parents[i]), int(actions[i])))
             if hit:
                 hits.update(hit)
                 least(goal_best, hit, (int(parents[i]), int(actions[i])))
-            kept.append((pos, state))
-        self.states, self.local = [], []
+        frontier.close()
+        self.frontier = Share((), False, self.codec, self.spill)
+        self.local = []
+        order = np.argsort(positions, kind="stable")
+        kept: list[tuple[int, Any]] = list(zip(positions[order].tolist(),
+                                               (states[i] for i in winners[order].tolist()), strict=True))
+        self.states = states = []
         self.conn.send(("verdicts", state_best, hits, goal_best))
+        encode = self.codec.encode
         for count in gives:
             # States spread evenly over the share, not its tail: the taker's share then spans every position as
             # the giver's does (a share of the last positions would lose most ties for the least link next time).
             picked = {len(kept) * i // count for i in range(count)}
-            out = [row for i, row in enumerate(kept) if i in picked]
+            out = [(pos, s if type(s) is bytes else encode(s)) for i, (pos, s) in enumerate(kept) if i in picked]
             kept = [row for i, row in enumerate(kept) if i not in picked]
             self.conn.send_bytes(pickle.dumps(out, pickle.HIGHEST_PROTOCOL))
         if takes:
             for _ in range(takes):
                 kept.extend(pickle.loads(self.conn.recv_bytes()))  # noqa: S301 - our own workers' states
             kept.sort(key=lambda row: row[0])
-        self.frontier = kept
+        self.frontier = Share(kept, len(kept) > self.spill, self.codec, self.spill)
 
 
-def _serve(model: Any, conn: Any, frontier: list[tuple[int, Any]], coverage: bool) -> None:
+def _serve(model: Any, conn: Any, frontier: Share, coverage: bool, spill: int) -> None:
     # No cycle collection in a worker at all (it holds immutable states only): turning it back on at the end would
     # make the process's last allocations scan every object it made, which costs seconds at the exit of a big run.
     gc.disable()
     ignore_signals()
     if not coverage:
-        _Worker(model, conn, frontier).run()
+        _Worker(model, conn, frontier, spill=spill).run()
         return
     from kcm.checkers.tally import Tally
 
     tally = Tally()
     with tally.probing():
-        _Worker(model, conn, frontier, tally).run()
+        _Worker(model, conn, frontier, tally, spill).run()
 
 
 class _Pool:
     """The coordinator's ends of the workers' pipes, with a check that every worker is still there."""
 
-    def __init__(self, model: Any, shares: list[list[tuple[int, Any]]], coverage: bool = False) -> None:
+    def __init__(self, model: Any, shares: list[Share], coverage: bool = False,
+                 spill: int = SPILL) -> None:
         ctx = multiprocessing.get_context("fork")  # the workers inherit the model and their share as they are
         self.conns, self.procs = [], []
         self.closed = False
         for share in shares:
             mine, theirs = ctx.Pipe()
-            proc = ctx.Process(target=_serve, args=(model, theirs, share, coverage), daemon=True)
+            proc = ctx.Process(target=_serve, args=(model, theirs, share, coverage, spill), daemon=True)
             proc.start()
             theirs.close()
             self.conns.append(mine)
@@ -367,15 +443,23 @@ def plan_moves(counts: list[int]) -> list[tuple[int, int, int]]:
 class SharedLevels:
     """The owner processes' levels: the frontier's states live in the workers, the visited set here."""
 
-    def __init__(self, model: Any, workers: int, coverage: bool = False) -> None:
+    def __init__(self, model: Any, workers: int, coverage: bool = False, spill: int | None = SPILL) -> None:
         self.model, self.workers, self.coverage = model, workers, coverage
+        # Each worker keeps its share encoded past its part of the local engine's threshold (checkers/frontier.py).
+        self.spill = max(1, spill // workers) if spill is not None else 1 << 62
         self.pool: _Pool | None = None
 
-    def begin(self, states: list[Any]) -> Any:
-        """Start the workers, each with every `workers`-th state of the first frontier."""
+    def begin(self, states: Iterable[Any]) -> Any:
+        """Start the workers, each with every `workers`-th state of the first frontier (a list, or a resumed
+        level's `Frontier`, read once in order: a big first level is handed over encoded)."""
         n = self.workers
-        self.pool = _Pool(self.model, [[(p, states[p]) for p in range(w, len(states), n)] for w in range(n)],
-                          self.coverage)
+        # The forked workers inherit these shares; an encoded one is all in memory (a temporary file's offset
+        # would be shared by the processes), each worker's later levels spill on their own.
+        encoded = len(states) > self.spill  # type: ignore[arg-type]
+        shares = [Share((), encoded, StateCodec(MEMO), 1 << 62) for _ in range(n)]
+        for p, state in enumerate(states):
+            shares[p % n].extend(((p, state),))
+        self.pool = _Pool(self.model, shares, self.coverage, self.spill)
         return None
 
     def halt(self) -> None:
@@ -435,15 +519,16 @@ class SharedLevels:
 def explore(model: Any, workers: int, max_states: int | None = None, progress: ProgressFn | None = None,
             checkpoint: Checkpointer | None = None, resume: Snapshot | None = None,
             stop_at: Collection[str] | None = None, coverage: bool = False,
-            stop: StopRequest | None = None) -> Exploration:
+            stop: StopRequest | None = None, spill: int | None = SPILL) -> Exploration:
     """Explore the boundary with `workers` processes; the same result as `bfs.explore` (see the module), the
-    coverage counts (`coverage`) included; `stop` cuts it short as it does `bfs.search`."""
+    coverage counts (`coverage`) included; `stop` cuts it short as it does `bfs.search`; `spill` as
+    `bfs.explore`'s, shared out over the workers (None: every share a list of states)."""
     found = Exploration(f"local, {workers} workers")
     if coverage:
         from kcm.checkers.tally import Tally
 
         found.tally = Tally()
-    levels = SharedLevels(model, workers, coverage)
+    levels = SharedLevels(model, workers, coverage, spill)
     grace = 10.0
     try:
         with no_collections():
