@@ -115,16 +115,24 @@ class Visited(FingerprintSet):
         return out
 
 
-def replay_levels(model: Any, visited: Visited,
-                  on_level: Callable[[int, list[Any]], None] | None = None) -> list[Any]:
+def replay_levels(model: Any, visited: Visited, on_level: Callable[[int, Any], None] | None = None,
+                  spill: int | None = -1) -> Any:
     """The states of the last level, rebuilt level by level from the initial states and the parent links.
 
     Each level's states come from the previous level's by one `model.next_state` each, so this costs one step per
-    visited state and holds two levels at a time. `on_level(level, states)` sees every level's states on the way
-    (the Spark engine fingerprints them to rebuild its parent links). ValueError when a link points nowhere.
+    visited state. A level of more than `spill` states (-1: `frontier.SPILL`; None: never) is kept as a
+    `checkers/frontier.Frontier`, as the local engine keeps it, and its successors are made in the order of
+    their parents (one chunk decoded at a time), each kept as the codec's bytes until the level is complete:
+    no whole level is held as objects. `on_level(level, states)` sees every level's states on the way, a list or
+    a `Frontier` (the Spark engine fingerprints them to rebuild its parent links). ValueError when a link points
+    nowhere.
     """
+    from kcm.checkers import frontier as compact
+
+    limit = compact.SPILL if spill == -1 else spill
+    codec = compact.codec_for(limit)
     inits = model.init_states()
-    states = []
+    states: Any = []
     for root in visited.parents[0].tolist():
         if not 0 <= root < len(inits):
             raise ValueError(f"level 0 names initial state {root} of {len(inits)}")
@@ -132,8 +140,15 @@ def replay_levels(model: Any, visited: Visited,
     if on_level is not None:
         on_level(0, states)
     for level in range(1, len(visited.parents)):
-        nxt = []
-        for parent, aidx in zip(visited.parents[level].tolist(), visited.actions[level].tolist(), strict=True):
+        links = visited.parents[level]
+        steps = visited.actions[level]
+        big = limit is not None and links.size > limit
+        nxt: list[Any] = [None] * links.size
+        # Parents in their level's order: a compact previous level is read once, chunk by chunk.
+        order = np.argsort(links, kind="stable") if isinstance(states, compact.Frontier) else range(links.size)
+        parents, aidxs = links.tolist(), steps.tolist()
+        for k in (order.tolist() if isinstance(order, np.ndarray) else order):
+            parent, aidx = parents[k], aidxs[k]
             if parent >= len(states):
                 raise ValueError(f"level {level} names parent {parent} of {len(states)}")
             state = states[parent]
@@ -143,8 +158,11 @@ def replay_levels(model: Any, visited: Visited,
             after = model.next_state(state, actions[aidx])
             if after is None:
                 raise ValueError(f"level {level}: a parent link names a step that changes nothing")
-            nxt.append(after)
-        states = nxt
+            nxt[k] = codec.encode(after) if big else after
+        if isinstance(states, compact.Frontier):
+            states.close()
+        states = compact.Frontier(nxt, codec, limit) if big else nxt
+        del nxt
         if on_level is not None:
             on_level(level, states)
     return states

@@ -59,3 +59,19 @@ def test_a_violation_found_with_the_frontier_spilled_has_the_same_counterexample
     spilled = bfs.explore(BoundedSystem(load_config("unclean")), spill=0)
     assert whole.violations and spilled.violations == whole.violations
     assert spilled.distinct_states == whole.distinct_states
+
+
+def test_levels_replayed_into_frontiers_are_the_levels_replayed_as_lists(monkeypatch):
+    from kcm.checkers.visited import replay_levels
+
+    monkeypatch.setattr(frontier, "CHUNK", 16)
+    model = BoundedSystem(load_config("unclean"))
+    visited = bfs.explore(model).visited
+    as_lists, compact = [], []
+    replay_levels(model, visited, lambda _, states: as_lists.append([model.fingerprint(s) for s in states]),
+                  spill=None)
+    kinds = set()
+    replay_levels(model, visited, lambda _, states: (kinds.add(type(states)), compact.append(
+        [model.fingerprint(s) for s in states])), spill=20)
+    assert compact == as_lists and frontier.Frontier in kinds and list in kinds
+    assert [len(level) for level in as_lists] == [p.size for p in visited.parents]

@@ -33,15 +33,20 @@ def test_encoded_shares_with_handovers_and_steals_give_the_one_process_search(mo
 
 def test_a_resumed_level_is_handed_to_the_workers_encoded(tmp_path, monkeypatch):
     from kcm.checkers import checkpoint
+    from kcm.checkers.level_loop import resume_frontier
 
     monkeypatch.setattr(frontier, "CHUNK", 16)
-    model = BoundedSystem(load_config("bugs/KAFKA-2729"))
+    monkeypatch.setattr(frontier, "SPILL", 8)  # the resumed levels are replayed into Frontiers
+    model = BoundedSystem(load_config("unclean"))
     identity = checkpoint.config_identity(model.cfg)
     whole = bfs.explore(model)
     ckpt = tmp_path / "w.ckpt"
     bfs.explore(model, max_states=300, checkpoint=checkpoint.Checkpointer(ckpt, 0, identity))
-    back = workers.explore(model, 2, resume=checkpoint.load(ckpt, identity), spill=8)
-    assert (back.distinct_states, back.transitions, back.depth) == (
-        whole.distinct_states, whole.transitions, whole.depth)
-    assert {k: [x.to_step() for x in v] for k, v in back.violations.items()} == {
-        k: [x.to_step() for x in v] for k, v in whole.violations.items()}
+    # the checkpoint of the level the run stopped in: 117 states, replayed into a Frontier
+    assert isinstance(resume_frontier(model, checkpoint.load(ckpt, identity))[2], frontier.Frontier)
+    for back in (workers.explore(model, 2, resume=checkpoint.load(ckpt, identity), spill=8),
+                 bfs.explore(model, resume=checkpoint.load(ckpt, identity), spill=8)):
+        assert (back.distinct_states, back.transitions, back.depth) == (
+            whole.distinct_states, whole.transitions, whole.depth)
+        assert {k: [x.to_step() for x in v] for k, v in back.violations.items()} == {
+            k: [x.to_step() for x in v] for k, v in whole.violations.items()}
