@@ -175,6 +175,8 @@ def _check_topics(cfg: dict[str, Any]) -> None:
         state, _ = api.start(config)
         for action in _create_steps(cfg.get("topics", {})):
             state, _ = api.step(config, state, action)
+            while state.ctx.events:  # grain "event": the controller's part of the creation is a step of its own
+                state, _ = api.step(config, state, A.ControllerEvent())
     except KcmError as err:
         raise BadConfig(f"$.topics: {err.name}: {err.message}") from None
 
@@ -280,9 +282,14 @@ class BoundedSystem(ModelBase):
         for action in self.topic_steps:
             state, _ = api.step(self.config, state, action)
         self.settle_steps = []
-        while state.inflight:  # delivery "async": the set-up's requests all arrive before exploring starts
-            (broker, epoch), _queue = state.inflight[0]
-            self.settle_steps.append(A.Deliver(broker, epoch))
+        while state.inflight or state.ctx.events:
+            # the set-up's controller events (grain "event") are processed, and its requests (delivery "async") all
+            # arrive, before exploring starts
+            if state.ctx.events:
+                self.settle_steps.append(self._next_event)
+            else:
+                (broker, epoch), _queue = state.inflight[0]
+                self.settle_steps.append(A.Deliver(broker, epoch))
             state, _ = api.step(self.config, state, self.settle_steps[-1])
         return [state]
 

@@ -53,7 +53,7 @@ def create_topic(t: Txn, a: CreateTopic) -> None:
         assignment = dict(a.assignment)
     else:
         assignment = place_replicas(t.zk.brokers, a.partitions, a.replication_factor)
-    _add(t, a.topic, assignment)
+    _add(t, a.topic, assignment, "TopicChange")
 
 
 @handles(AddPartitions)
@@ -65,14 +65,25 @@ def add_partitions(t: Txn, a: AddPartitions) -> None:
         raise ReassignmentInProgress(f"topic {a.topic} has a partition being reassigned")
     existing = sum([1 for tp in t.zk.assignments if tp[0] == a.topic])
     check_assignment(t, a.topic, a.assignment, existing)
-    _add(t, a.topic, dict(a.assignment))
+    _add(t, a.topic, dict(a.assignment), "PartitionModifications")
 
 
-def _add(t: Txn, topic: str, assignment: dict[int, tuple[int, ...]]) -> None:
+def _add(t: Txn, topic: str, assignment: dict[int, tuple[int, ...]], event: str) -> None:
     tps = [(topic, p) for p in sorted(assignment)]
     for tp in tps:
         t.zk.assignments[tp] = tuple(assignment[tp[1]])
     if has_controller(t):
+        enqueue(t, event, topic)
+
+
+@processes("TopicChange")
+@processes("PartitionModifications")
+def new_partitions(t: Txn, topic: str) -> None:
+    """TopicChange / PartitionModifications: the controller reads the topic's partitions it does not know yet from
+    /brokers/topics/<topic> and runs onNewPartitionCreation for them."""
+    tps = [tp for tp, _ in draft_sorted_items(t.zk, "assignments")
+           if tp[0] == topic and not draft_has(t.ctx, "assignments", tp)]
+    if tps:
         on_new_partition_creation(t, tps)
 
 

@@ -64,6 +64,8 @@ def _started(topics: dict[str, tuple[int, ...]]):
     state, _ = api.start(EVENT)
     for topic, replicas in topics.items():
         state, _ = api.step(EVENT, state, A.CreateTopic(topic, ((0, replicas),)))
+        assert state.ctx.events == (("TopicChange", topic),) and not state.ctx.assignments
+        state, _ = api.step(EVENT, state, A.ControllerEvent())
     return state
 
 
