@@ -139,3 +139,16 @@ def test_no_installed_module_is_the_instrumented_build_of_a_profile_guided_build
     assert binaries
     instrumented = [b.name for b in binaries if b"__gcov_" in b.read_bytes()]
     assert instrumented == []
+
+
+def test_a_module_named_after_cimport_counts_as_cimported(tmp_path, monkeypatch):
+    folder = tmp_path / "reference"
+    folder.mkdir()
+    (folder / "requests.py").write_text("class RequestBatch: pass\n")
+    (folder / "requests.pxd").write_text("cdef class RequestBatch:\n    pass\n")
+    (folder / "machine.py").write_text("def f(t): return t\n")
+    (folder / "machine.pxd").write_text("from kcm.reference cimport leadership, requests\n")
+    monkeypatch.setattr(compiled, "ROOT", tmp_path)
+    machine = compiled.digest(folder / "machine.py")
+    (folder / "requests.py").write_text("class RequestBatch:\n    x = 1\n")
+    assert compiled.digest(folder / "machine.py") != machine  # `from kcm.reference cimport requests`
