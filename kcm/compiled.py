@@ -69,7 +69,8 @@ def digest(path: Path, _seen: frozenset[Path] = frozenset()) -> str:
             cimported.update(f"{package}.{n.strip()}" for n in names.split(",") if package and n.strip())
         for module in sorted(cimported):
             other = source_of(module)
-            if other is not None and other not in _seen and other != path:
+            # `from kcm.x cimport name`: the name is a module only where its source file is
+            if other is not None and other not in _seen and other != path and other.is_file():
                 h.update(b"\0cimport\0" + module.encode() + digest(other, _seen | {path}).encode())
     return h.hexdigest()
 
