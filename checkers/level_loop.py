@@ -1,12 +1,12 @@
-"""The one level loop of every breadth-first engine run in this process family (local, owner processes).
+"""The one level loop of every breadth-first engine (local, owner processes, Spark).
 
 `run` seeds the search (or resumes a checkpoint of any engine), then level by level: looks at the stop request,
 writes the checkpoint when one is due, has the engine expand the level, records the new states' parent links in
 the visited set (`checkers/visited.py`) and each property's (each goal's) first witness, reports progress, and
 ends on the first violation of a `stop_at` property, on `max_states`, on an empty frontier or on a stop request
 (the level in work given up, the checkpoint of its start written). An engine (`Levels`) supplies only how a
-level is expanded and where the frontier's states live; the bookkeeping, and so the counts, depths, verdicts,
-counterexamples and checkpoints, are the same for all.
+level is expanded and where the frontier's states live (and, for Spark, the visited set: `Books`, `Lazy`); the
+bookkeeping, and so the counts, depths, verdicts, counterexamples and checkpoints, are the same for all.
 
 The canonical order, which every engine follows so that all print the same counterexample: a level is kept in
 fingerprint order; a state's parent link, and each property's witness, is the least (position of the parent in
@@ -55,12 +55,15 @@ class Stopped(Exception):
 class Level:
     """One expanded level, as an engine hands it to the loop."""
 
-    fps: np.ndarray  # the new states' fingerprints (FP), in fingerprint order
+    fps: np.ndarray  # the new states' fingerprints (FP), in fingerprint order (empty when the engine keeps them)
     parents: np.ndarray  # each new state's least link, in the same order (int64)
     actions: np.ndarray
     frontier: Any  # the next frontier, as the engine holds it (the loop only passes it back)
-    bad: dict[str, Link] = field(default_factory=dict)  # property violated in the level -> its least link
-    goals: dict[str, Link] = field(default_factory=dict)  # goal reached in the level -> its least link
+    bad: dict[str, Any] = field(default_factory=dict)  # property violated in the level -> its least link
+    goals: dict[str, Any] = field(default_factory=dict)  # goal reached in the level -> its least link
+    size: int | None = -1  # the next frontier's size: -1, that of `fps`; None, not counted yet (a lazy engine)
+    expanded: int | None = None  # the size of the frontier just expanded, when this expansion counted it
+    ended: bool = False  # the frontier's own states broke a `stop_at` property: nothing else of the level counts
 
 
 class Tick:
@@ -82,17 +85,92 @@ class Tick:
 
 
 class Levels(Protocol):
-    """How one engine expands levels; the rest of the search is `run`'s."""
+    """How one engine expands levels; the rest of the search is `run`'s.
+
+    An engine that keeps its visited set itself and counts its frontiers lazily (Spark) also has `opening`,
+    `count` and `judge`, and `LAZY = True` (see `Lazy`).
+    """
 
     def begin(self, states: list[Any]) -> Any:
         """Take the first frontier (its states in fingerprint order); the frontier as the engine holds it."""
 
-    def expand(self, frontier: Any, visited: Visited, found: Exploration, tick: Tick) -> Level:
+    def expand(self, frontier: Any, visited: Any, found: Exploration, tick: Tick) -> Level:
         """Expand the frontier: the level's new states (not in `visited`), least links and witnesses; counts the
         transitions, goals reached and coverage into `found`; Stopped (nothing recorded) on a stop request."""
 
     def halt(self) -> None:
         """The search gives up for a stop request: let go of the work in progress before the checkpoint."""
+
+
+class Books(Protocol):
+    """Where the visited set lives, as the loop sees it: a level's new states added, witnesses, checkpoints."""
+
+    visited: Visited | None  # the local visited set, kept on the exploration (None when it lives elsewhere)
+
+    def add(self, level: Level) -> None:
+        """The level's new states join the visited set."""
+
+    def mark(self, depth: int, link: Any) -> Any:
+        """A witness found by the expansion of level `depth` through `link`, as the loop keeps it until the end."""
+
+    def paths(self, witnesses: dict[str, Any]) -> dict[str, Witness]:
+        """The witnesses as paths (initial-state position, action positions)."""
+
+    def write(self, checkpoint: Checkpointer, depth: int, width: int, witnesses: dict[str, Any],
+              meta: Callable[[dict[str, Witness]], dict[str, Any]]) -> None:
+        """Write the checkpoint of the level boundary: the visited set, the frontier, `meta` of the witnesses'
+        paths."""
+
+    def nbytes(self) -> int:
+        """Bytes the visited set takes."""
+
+
+class Lazy(Protocol):
+    """The extra methods of an engine whose visited set and frontier sizes are its own (Spark)."""
+
+    LAZY: bool
+
+    def opening(self, found: Exploration, resume: Snapshot | None) -> tuple[Books, Any, Start]:
+        """The books, the first frontier as the engine holds it, and where the search starts."""
+
+    def count(self, frontier: Any) -> int:
+        """The frontier's size (counted now)."""
+
+    def judge(self, frontier: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Check the frontier's own states now (before a checkpoint, or the end): the least link of each property
+        they break and of each goal they reach; the goals are added to `found.reached`."""
+
+
+class LocalBooks:
+    """The visited set in this process (`checkers/visited.py`), and the fingerprints of the frontier."""
+
+    def __init__(self, visited: Visited, frontier_fps: list[int]) -> None:
+        self.visited, self.frontier_fps = visited, frontier_fps
+
+    def add(self, level: Level) -> None:
+        """Add the level's parent links; its fingerprints are the frontier now."""
+        if level.fps.size:
+            self.visited.add_level(level.fps, level.parents, level.actions)
+        self.frontier_fps = level.fps.tolist()
+
+    def mark(self, depth: int, link: Any) -> Witness:
+        """The path through (parent's position in level `depth`, action position)."""
+        parent, aidx = link
+        root, steps = self.visited.path(depth, parent)
+        return root, steps + [aidx]
+
+    def paths(self, witnesses: dict[str, Any]) -> dict[str, Witness]:
+        """The witnesses are paths already."""
+        return witnesses
+
+    def write(self, checkpoint: Checkpointer, depth: int, width: int, witnesses: dict[str, Any],
+              meta: Callable[[dict[str, Witness]], dict[str, Any]]) -> None:
+        """The visited arrays and the frontier's fingerprints."""
+        checkpoint.write(self.visited, self.frontier_fps, meta(witnesses))
+
+    def nbytes(self) -> int:
+        """The visited set's arrays."""
+        return self.visited.nbytes()
 
 
 def run(model: Any, found: Exploration, levels: Levels, max_states: int | None = None,
@@ -105,44 +183,93 @@ def run(model: Any, found: Exploration, levels: Levels, max_states: int | None =
     violation of that level is still found, so each counterexample is the canonical shortest one). None: the
     whole boundary is explored. `stop` (a signal, the memory limit): the level in work is given up, the checkpoint
     of the level boundary written (`checkpoint`, if any) and the partial result returned.
+
+    A lazy engine (`Lazy`) may leave a new frontier uncounted (its size None) until its expansion, a checkpoint,
+    a bound or the end needs the number; it judges a frontier's own states when it expands it, so the loop has it
+    judge them before a checkpoint and at an early end. Its progress names the last level counted, once each.
     """
     start = time.perf_counter()
-    props = [p for p in model.properties() if p.expectation in STATE_KINDS]
-    visited, frontier_fps, states, witnesses, depth, sizes, expanded, spent = first_frontier(
-        model, props, found, resume)
-    frontier = levels.begin(states)
-    del states
-    width = len(frontier_fps)
+    lazy: Any = levels if getattr(levels, "LAZY", False) else None
+    if lazy is not None:
+        books, frontier, (_, _, _, witnesses, depth, sizes, expanded, spent) = lazy.opening(found, resume)
+    else:
+        props = [p for p in model.properties() if p.expectation in STATE_KINDS]
+        visited, frontier_fps, states, witnesses, depth, sizes, expanded, spent = first_frontier(
+            model, props, found, resume)
+        books = LocalBooks(visited, frontier_fps)
+        frontier = levels.begin(states)
+        del states
+    width: int | None = sizes[-1] if sizes else 0  # the frontier's size (None: not counted yet)
+    total = sum(sizes)  # states visited (counted)
     last_report = 0.0
+    shown: tuple[int, int, int] | None = None  # a lazy engine's last line: (level, states, frontier)
 
     def report(level_done: int, new: int, force: bool = False) -> None:
-        nonlocal last_report
+        nonlocal last_report, shown
         now = time.perf_counter()
         if progress is None or (now - last_report < progress_every and not force):
             return
         last_report = now
         seconds = spent + now - start
-        rate = (len(visited) + new) / seconds if seconds else 0.0
-        progress(Progress(depth + 1 if width else depth, len(visited) + new, width, seconds, rate,
-                          eta(sizes, width, level_done, new, expanded + level_done, seconds)))
+        rate = (total + new) / seconds if seconds else 0.0
+        if lazy is None:
+            progress(Progress(depth + 1 if width else depth, total + new, width or 0, seconds, rate,
+                              eta(sizes, width or 0, level_done, new, expanded + level_done, seconds)))
+            return
+        # The last level counted: a new frontier left uncounted is not known yet, the level just expanded is.
+        line = (depth, total, width) if width is not None else (depth - 1, total, sizes[-1])
+        if line != shown:
+            shown = line
+            progress(Progress(*line, seconds, rate, eta(sizes, line[2], 0, 0, max(1, expanded), seconds)))
+
+    def settle(count: int | None = None) -> int:
+        """The frontier's size, counted now if it was not (`count`: what its expansion counted)."""
+        nonlocal width, depth, total
+        if width is None:
+            width = lazy.count(frontier) if count is None else count
+            if width:
+                sizes.append(width)
+                total += width
+            else:
+                depth -= 1  # the level made last was empty: the search was over
+        return width
+
+    def judged() -> None:
+        """A lazy engine judges the frontier's own states now (the local engine judged them as it found them)."""
+        if lazy is not None:
+            known = set(found.reached)
+            bad, goals = lazy.judge(frontier)
+            for best, into, before in ((bad, witnesses, witnesses), (goals, found.goals, known)):
+                for name, link in best.items():
+                    if name not in before:
+                        into[name] = books.mark(depth, link)
+
+    def meta(paths: dict[str, Witness]) -> dict[str, Any]:
+        return checkpoint_meta(found, paths, depth, sizes, expanded, spent + time.perf_counter() - start)
 
     tick = Tick(report, stop)
     stopped = should_stop(stop_at, witnesses)
     interrupted = False
-    while width and not stopped:
+    while width != 0 and not stopped:
         if stop is not None and stop.poll():
             interrupted = True
             break
         if checkpoint is not None and checkpoint.due():
-            checkpoint.write(visited, frontier_fps, checkpoint_meta(found, witnesses, depth, sizes, expanded,
-                                                                    spent + time.perf_counter() - start))
+            # A checkpoint holds whole levels, each state judged: count and judge the frontier first.
+            if not settle():
+                break
+            judged()
+            stopped = should_stop(stop_at, witnesses)
+            if stopped:
+                break  # the local engine would have stopped already
+            books.write(checkpoint, depth, width, witnesses, meta)
         level_start = time.perf_counter()
         # What a level given up for `stop` gives back: its transitions, goals and coverage are counted again on
         # resume (the checkpoint is of the level's start).
         transitions_before, known = found.transitions, set(found.reached)
         counted_before = found.tally.counts() if found.tally is not None else None
         try:
-            level = levels.expand(frontier, visited, found, tick)
+            level = levels.expand(frontier, books.visited, found, tick)
         except Stopped:
             found.transitions, found.reached = transitions_before, known
             if counted_before is not None:
@@ -151,45 +278,56 @@ def run(model: Any, found: Exploration, levels: Levels, max_states: int | None =
             interrupted = True
             break
         for best, into, before in ((level.bad, witnesses, witnesses), (level.goals, found.goals, known)):
-            for name, (parent, aidx) in best.items():
+            for name, link in best.items():
                 if name not in before:
-                    root, steps = visited.path(depth, parent)
-                    into[name] = (root, steps + [aidx])
-        new = int(level.fps.size)
-        if new:
-            visited.add_level(level.fps, level.parents, level.actions)
+                    into[name] = books.mark(depth, link)
+        if width is None and not settle(level.expanded):
+            break
+        if level.ended:
+            stopped = True
+            break
+        books.add(level)
         frontier = level.frontier
-        frontier_fps = level.fps.tolist()
         expanded += width
-        width = new
-        found.levels.append((new, time.perf_counter() - level_start))
-        if width:
+        width = int(level.fps.size) if level.size == -1 else level.size
+        if lazy is None:
+            found.levels.append((width, time.perf_counter() - level_start))
+        if width != 0:
             depth += 1
-            sizes.append(width)
-        report(0, 0)
+            if width is not None:
+                sizes.append(width)
+                total += width
         stopped = should_stop(stop_at, witnesses)
-        if max_states is not None and len(visited) >= max_states and width:
+        if lazy is not None and (stopped or max_states is not None):
+            settle()  # the bound, and the stop, are looked at once the level has joined
+        report(0, 0, force=lazy is not None)
+        if width and (stopped or max_states is not None and total >= max_states):
+            judged()  # the last level is counted and its own properties checked, not expanded
             found.complete = False
             break
-    report(0, 0, force=True)  # the last line shows where the search ended
-    if interrupted:
-        found.complete = False
-        levels.halt()  # before the write: workers still expanding would only grow (see --max-memory)
-        if stop is not None:
-            stop.acted = True
-        if checkpoint is not None:
-            checkpoint.write(visited, frontier_fps, checkpoint_meta(found, witnesses, depth, sizes, expanded,
-                                                                    spent + time.perf_counter() - start))
+    if lazy is None:
+        report(0, 0, force=True)  # the last line shows where the search ended
+    if interrupted and settle():
+        judged()
+        stopped = should_stop(stop_at, witnesses)
+        if not stopped:
+            found.complete = False
+            levels.halt()  # before the write: workers still expanding would only grow (see --max-memory)
+            if stop is not None:
+                stop.acted = True
+            if checkpoint is not None:
+                books.write(checkpoint, depth, width, witnesses, meta)
     if stopped and width:
         found.complete = False
         found.stopped = True
-    found.violations = {name: replay(model, root, steps) for name, (root, steps) in sorted(witnesses.items())}
-    found.goals = {name: replay(model, root, steps) for name, (root, steps) in sorted(found.goals.items())}
-    found.distinct_states = len(visited)
+    found.violations = {name: replay(model, root, steps)
+                        for name, (root, steps) in sorted(books.paths(witnesses).items())}
+    found.goals = {name: replay(model, root, steps) for name, (root, steps) in sorted(books.paths(found.goals).items())}
+    found.distinct_states = total
     found.depth = depth
     found.seconds = spent + time.perf_counter() - start
-    found.bytes_per_state = visited.nbytes() / max(1, len(visited))
-    found.visited = visited
+    found.bytes_per_state = books.nbytes() / max(1, total)
+    found.visited = books.visited
     return found
 
 

@@ -27,6 +27,10 @@ outgrows the bound, and back to the driver (bringing the visited fingerprints ov
 out after the widest. A level costs the same wherever it runs, in counts and in choices, so the results are
 those of an all-Spark run. Checkpoints are the local engine's files (`spark_checkpoint`), so each engine resumes
 the other's.
+
+The level loop (bounds, stop requests, checkpoints, witnesses, progress) is `level_loop.run`'s: `_Search` is its
+engine and its visited set. A level's new frontier on Spark is counted by its own expansion (its summaries),
+unless a checkpoint, a bound or the end needs the number earlier.
 """
 
 from __future__ import annotations
@@ -37,20 +41,22 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from kcm.checkers.checkpoint import Checkpointer, Snapshot
 from kcm.checkers.level_loop import (
-    Progress,
+    Level,
     ProgressFn,
-    checkpoint_meta,
-    eta,
+    Start,
+    Stopped,
+    Tick,
+    Witness,
     restore_counters,
-    should_stop,
+    run,
     unreached,
 )
 from kcm.checkers.spark_checkpoint import NO_PARENT, Links, rows_of
@@ -59,7 +65,7 @@ from kcm.checkers.spark_session import DEFAULT_MEMORY, spark_session
 from kcm.checkers.spark_worker import CODEC
 from kcm.checkers.stopping import StopRequest
 from kcm.checkers.verdicts import Exploration
-from kcm.checkers.visited import FP, FingerprintSet, replay
+from kcm.checkers.visited import FP, FingerprintSet
 from kcm.model.interface import STATE_KINDS, STEP_KINDS
 from pyspark.accumulators import AccumulatorParam
 
@@ -147,26 +153,37 @@ def _as_fps(longs: Any) -> np.ndarray:
 
 
 class _Search:
-    """The state of one search on the driver: DataFrames in the JVM, the driver's own rows, counters, witnesses.
+    """One search on Spark: the level loop's engine (`level_loop.Lazy`) and its visited set (`level_loop.Books`).
 
     The visited set is the union of the slim pieces and newest levels in the JVM and of `host`, the rows of the
     levels run in the driver since the last hand-over. While levels run in the driver, `seen` holds every visited
-    fingerprint (the JVM's collected once when the search came back to the driver).
+    fingerprint (the JVM's collected once when the search came back to the driver). A level's new frontier on
+    Spark is left uncounted: its expansion counts it (see `summaries`), unless the loop needs the number first.
     """
 
-    def __init__(self, model: Any, spark: Any, parts: int, compact_every: int, coverage: bool = False) -> None:
+    LAZY = True  # the visited set and the frontier's size are this engine's (see `level_loop.run`)
+    visited = None  # no visited set in this process for the loop to hand back
+
+    def __init__(self, model: Any, spark: Any, found: Exploration, parts: int, compact_every: int,
+                 coverage: bool = False, stop_at: Collection[str] | None = None, host_below: int = HOST_BELOW,
+                 stop: StopRequest | None = None) -> None:
         self.model = model
         self.coverage = coverage
         self.spark = spark
         self.parts = parts
         self.compact_every = compact_every
-        self.found = Exploration(f"spark {spark.sparkContext.master}")
+        self.found = found
+        self.stop_at = set(stop_at or ())
+        self.host_below = host_below
+        self.stop = stop
+        self.watch: _Watch | None = None  # cancels a Spark level's job for a stop request
         self.sink = spark.sparkContext.accumulator({}, _Summaries())
         self.host_sink = _HostSink()
-        # property -> (depth of the witness state, its fp long, extra action position or -1)
-        self.witness: dict[str, tuple[int, int, int]] = {}
-        self.paths: dict[str, tuple[int, list[int]]] = {}  # witnesses read from a checkpoint, as paths
-        self.goal_witness: dict[str, tuple[int, int, int]] = {}  # goal -> a state or transition reaching it, as above
+        self.known: set[str] = set()  # the properties with a witness: they no longer end the search
+        self.depth = 0  # the level of the frontier
+        self.sizes: list[int] = []  # the size of each level counted so far (where the next level runs)
+        self.counted = True  # whether the frontier's size is in `sizes`
+        self.timings: list[LevelTiming] = []
         self.pieces: list[Any] = []  # slim (fp, parent, aidx) pieces, each hash-partitioned by fp
         self.recent: list[Any] = []  # the newest levels' own blocks (states included) until compacted
         self.host: list[tuple[int, int, int]] = []  # (fp, parent, aidx) rows visited in the driver, not in the JVM
@@ -187,12 +204,12 @@ class _Search:
         except Exception:  # noqa: BLE001 - only a memory hint; Spark's cleaner frees the blocks eventually
             pass
 
-    def expand(self, frontier: Any, level: int, successors: bool = True) -> Any:
+    def mapped(self, frontier: Any, level: int, successors: bool = True) -> Any:
         """The level's successors (not yet deduplicated), as a lazy DataFrame."""
         return frontier.mapInArrow(expander(self.model, level, self.sink, successors, self.search,
                                             self.found.reached, self.coverage), FRONTIER)
 
-    def visited(self) -> Any | None:
+    def jvm_visited(self) -> Any | None:
         """The JVM's part of the visited set as one DataFrame (None while it holds nothing)."""
         return _union(self.pieces + self.recent) if self.pieces or self.recent else None
 
@@ -204,8 +221,8 @@ class _Search:
         # The least (pkey, aidx) per fingerprint, by one sort after the shuffle: an aggregate would also sort every
         # row, state bytes included, before it (its partial step), to drop the few duplicates the batches left.
         least = Window.partitionBy("fp").orderBy("pkey", "aidx")
-        best = self.expand(frontier, level).withColumn("rank", F.row_number().over(least)).filter("rank = 1")
-        visited = self.visited() if visited is None else visited
+        best = self.mapped(frontier, level).withColumn("rank", F.row_number().over(least)).filter("rank = 1")
+        visited = self.jvm_visited() if visited is None else visited
         if visited is not None:
             best = best.join(visited, "fp", "left_anti")
         return self.checkpointed(best.select(*NAMES))
@@ -267,16 +284,17 @@ class _Search:
         self.seen = FingerprintSet(_as_fps(list(roots)))
         return [(fp, order_key(fp), i, NO_PARENT, blobs[fp]) for fp, i in roots.items()]
 
-    def resumed(self, snapshot: Snapshot) -> tuple[list[tuple], int, list[int], float]:
-        """The frontier, depth, level sizes and seconds of a checkpoint (any engine's); its rows held in the driver."""
+    def resumed(self, snapshot: Snapshot) -> tuple[list[tuple], Start]:
+        """The frontier of a checkpoint (any engine's) and where the search starts; its rows held in the driver."""
         got = rows_of(self.model, snapshot)
         meta = got.meta
         self.host = list(zip(got.fps, got.parents, got.aidxs, strict=True))
         self.seen = FingerprintSet(_as_fps(got.fps))
-        self.paths = restore_counters(self.found, meta, str(snapshot.path))
+        paths = restore_counters(self.found, meta, str(snapshot.path))
         frontier = [(fp, order_key(fp if parent == NO_PARENT else parent), aidx, parent, CODEC.encode(state))
                     for fp, parent, aidx, state in got.frontier]
-        return frontier, meta["depth"], list(meta["sizes"]), meta["seconds"]
+        return frontier, Start(None, [], [], paths, meta["depth"], list(meta["sizes"]), meta["expanded"],
+                               meta["seconds"])
 
     def host_level(self, frontier: list[tuple], level: int, successors: bool = True) -> list[tuple]:
         """Level `level` expanded in the driver by the workers' own expander: its new states, least link each."""
@@ -325,7 +343,7 @@ class _Search:
 
     def to_host(self) -> None:
         """The levels from here on run in the driver: every visited fingerprint is brought over for the dedupe."""
-        visited = self.visited()
+        visited = self.jvm_visited()
         self.seen = FingerprintSet(() if visited is None else
                                    _as_fps(visited.select("fp").toArrow().column(0).to_numpy()))
         self.host = []
@@ -343,13 +361,13 @@ class _Search:
 
     # -- both ------------------------------------------------------------------------------------------------
 
-    def summaries(self, level: int, stop_at: Collection[str] | None = None) -> tuple[int, str | None]:
-        """Fold the summaries of `level`'s expansion into the counters and witnesses.
+    def summaries(self, level: int, ending: bool = False) -> tuple[int, dict[str, _Mark], dict[str, _Mark], bool]:
+        """Fold the summaries of `level`'s expansion into the counters: the number of states expanded, the least
+        link of each property first broken and each goal first reached there, and whether the search ends.
 
-        Returns the number of states expanded and why the search must stop after this level (None: it need
-        not): "state" when a state of this level breaks a property of `stop_at` (the local engine, which checks
-        a state when it first meets it, would have stopped before expanding this level: only what the states
-        themselves showed is kept), "step" when one of this level's transitions does.
+        It ends (with `ending`) when a state of this level breaks a property of `stop_at`: the local engine, which
+        checks a state when it first meets it, would have stopped before expanding this level, so only what the
+        states themselves showed is kept. A property's witness among the states comes before one among the steps.
         """
         got = dict(self.sink.value)
         got.update(self.host_sink.value)
@@ -375,80 +393,178 @@ class _Search:
                 for name, (order, payload) in seen.items():
                     if name not in best or order < best[name][0]:
                         best[name] = (order, payload)
-        known = set(self.witness) | set(self.paths)
-        wanted = set(stop_at or ()) - known
-        stop = "state" if wanted & set(state_best) else "step" if wanted & set(step_best) else None
+        ended = ending and bool((self.stop_at - self.known) & set(state_best))
         had = set(self.found.reached)
         self.found.reached.update(reached)
-        for name, (_, (fp,)) in state_best.items():
-            if name not in known:
-                self.witness.setdefault(name, (level, fp, -1))
-        for name, (_, (fp,)) in state_goal.items():
-            if name not in had:
-                self.goal_witness.setdefault(name, (level, fp, -1))
-        if stop == "state":
-            return count, stop
-        self.found.transitions += transitions
-        if self.found.tally is not None:
-            for c in counted:
-                self.found.tally.merge(c)
-        self.found.reached.update(reached_step)
-        for name, (_, (fp, action)) in step_best.items():
-            if name not in known:
-                self.witness.setdefault(name, (level, fp, action))
-        for name, (_, (fp, action)) in step_goal.items():
-            if name not in had:
-                self.goal_witness.setdefault(name, (level, fp, action))
-        return count, stop
+        bad = {name: _Mark(fp, -1) for name, (_, (fp,)) in state_best.items() if name not in self.known}
+        goals = {name: _Mark(fp, -1) for name, (_, (fp,)) in state_goal.items() if name not in had}
+        if not ended:
+            self.found.transitions += transitions
+            if self.found.tally is not None:
+                for c in counted:
+                    self.found.tally.merge(c)
+            self.found.reached.update(reached_step)
+            for name, (_, (fp, action)) in step_best.items():
+                if name not in self.known:
+                    bad.setdefault(name, _Mark(fp, action))
+            for name, (_, (fp, action)) in step_goal.items():
+                if name not in had:
+                    goals.setdefault(name, _Mark(fp, action))
+        self.known.update(bad)
+        return count, bad, goals, ended
 
-    def check_states(self, frontier: Any, depth: int, stop_at: Collection[str] | None) -> bool:
-        """Check the frontier's own properties now (before a checkpoint); whether one of `stop_at` is broken.
+    # -- the level loop's engine (`level_loop.Lazy`) -------------------------------------------------------------
 
-        The local engine checks a state when it first meets it, so its checkpoints hold the verdicts of the
-        frontier's states; this makes the Spark engine's do too. Their expansion checks them again, harmlessly.
-        """
-        key = -1 - depth  # summaries kept apart from the level's own
+    def opening(self, found: Exploration, resume: Snapshot | None) -> tuple[_Search, list[tuple], Start]:
+        """The first frontier, held in the driver (the initial states, or a checkpoint's), and where it starts."""
+        if resume is None:
+            frontier = self.seed()
+            start = Start(None, [], [], {}, 0, [len(frontier)], 0, 0.0)
+        else:
+            frontier, start = self.resumed(resume)
+        self.depth, self.sizes, self.known = start.depth, list(start.sizes), set(start.witnesses)
+        if self.host_below and len(frontier) <= self.host_below:
+            self.warm_up(frontier)
+        return self, frontier, start
+
+    def _counted(self, n: int) -> None:
+        """The frontier's size is known now."""
+        self.counted = True
+        if n:
+            self.sizes.append(n)
+
+    def count(self, frontier: Any) -> int:
+        """The frontier's size, counted now (a checkpoint, a bound or the end needs it)."""
+        n = len(frontier) if isinstance(frontier, list) else frontier.count()
+        self._counted(n)
+        return n
+
+    def judge(self, frontier: Any) -> tuple[dict[str, _Mark], dict[str, _Mark]]:
+        """Check the frontier's own properties now (before a checkpoint, or at an early end): what they break and
+        reach. The local engine checks a state when it first meets it, so its checkpoints hold the verdicts of the
+        frontier's states; this makes the Spark engine's do too. Their expansion checks them again, harmlessly."""
+        key = -1 - self.depth  # summaries kept apart from the level's own
         if isinstance(frontier, list):
             self.host_level(frontier, key, successors=False)
         else:
-            self.expand(frontier, key, successors=False).count()
-        before = set(self.witness)
-        self.summaries(key)
-        return bool(set(stop_at or ()) & (set(self.witness) - before))
+            self.mapped(frontier, key, successors=False).count()
+        _, bad, goals, _ = self.summaries(key)
+        return bad, goals
 
-    def write(self, checkpoint: Checkpointer, depth: int, width: int, seconds: float) -> None:
-        """Write the search so far in the local engine's checkpoint format (`spark_checkpoint`)."""
+    def place(self, frontier: Any) -> Any:
+        """Where the next level runs: in the driver while levels are small (no job latency), else on Spark; the
+        search comes back to the driver when the levels thin out after the widest. None: the frontier is empty."""
+        if isinstance(frontier, list):
+            return self.to_jvm(frontier) if len(frontier) > self.host_below else frontier
+        sizes, bound = self.sizes, self.host_below
+        # When the frontier's own size is not known yet, the level before it tells whether it may be small: at
+        # most host_below + 1 rows come over to find out.
+        if len(sizes) > 1 and sizes[-1] < sizes[-2] and sizes[-1] <= (bound if self.counted else 4 * bound):
+            rows = self.pull(frontier, bound + 1)
+            if len(rows) <= bound:  # the whole frontier
+                if not self.counted:
+                    self._counted(len(rows))
+                    if not rows:
+                        return None
+                self.to_host()
+                return rows
+        return frontier
+
+    def expand(self, frontier: Any, visited: Any, found: Exploration, tick: Tick) -> Level:
+        """Expand the frontier (its states checked on the way) in the driver or on Spark: the new frontier, left
+        uncounted on Spark, and what the level broke and reached; Stopped if a stop request cancelled its job."""
+        began = time.perf_counter()
+        level = self.depth
+        frontier = self.place(frontier)
+        if frontier is None:
+            return Level(_NONE, _NONE, _NONE, [], size=0, expanded=0)
+        on_host = isinstance(frontier, list)
+        if on_host:
+            fresh = self.host_level(frontier, level)
+        elif self.watch is None:
+            fresh = self.spark_level(frontier, level)
+        else:
+            try:
+                with self.watch.level(f"kcm-level-{self.search}-{level}"):
+                    fresh = self.spark_level(frontier, level)
+            except Exception:
+                if self.stop is None or self.stop.reason is None:
+                    raise
+                raise Stopped from None  # the level's job was cancelled: nothing of it is kept
+        count, bad, goals, ended = self.summaries(level, ending=True)
+        mid = time.perf_counter()
+        if not self.counted:
+            self._counted(count)
+        if ended or not count:  # the search ends before expanding this level, or the frontier was empty
+            if not on_host:
+                self.release(fresh)
+            return Level(_NONE, _NONE, _NONE, frontier, bad, goals, size=0, expanded=count, ended=ended)
+        prior = sum(self.sizes[:level])
+        self.depth += 1
+        self.counted = False
+        size = None
+        if on_host:
+            size = len(fresh)
+            self._counted(size)
+        done = time.perf_counter()
+        self.timings.append(LevelTiming(level, prior, count, done - began, mid - began, done - mid,
+                                        "driver" if on_host else "spark"))
+        return Level(_NONE, _NONE, _NONE, fresh, bad, goals, size=size, expanded=count)
+
+    def halt(self) -> None:
+        """A stop request: the level's job is already cancelled, and the warm-up is let go at the end."""
+
+    # -- the level loop's visited set (`level_loop.Books`) -----------------------------------------------------
+
+    def add(self, level: Level) -> None:
+        """A level's new states join the visited set: the driver's rows, or the JVM's pieces."""
+        if isinstance(level.frontier, list):
+            self.host_keep(level.frontier)
+        else:
+            self.keep(level.frontier)
+
+    def mark(self, depth: int, link: _Mark) -> _Mark:
+        """A witness stays a state's fingerprint (and the action from it) until its path is needed."""
+        return link
+
+    def _links(self) -> Links:
+        """Every visited row in the driver, as parent links."""
         fps, parents, aidxs = [], [], []
         if self.host:
             host = np.array(self.host, dtype=np.int64).reshape(-1, 3)
             fps.append(host[:, 0])
             parents.append(host[:, 1])
             aidxs.append(host[:, 2])
-        visited = self.visited()
+        visited = self.jvm_visited()
         if visited is not None:
             table = visited.select("fp", "parent", "aidx").toArrow()
             for out, i in ((fps, 0), (parents, 1), (aidxs, 2)):
                 out.append(table.column(i).to_numpy().astype(np.int64))
-        links = Links.of(np.concatenate(fps), np.concatenate(parents), np.concatenate(aidxs))
+        return Links.of(np.concatenate(fps), np.concatenate(parents), np.concatenate(aidxs))
+
+    def write(self, checkpoint: Checkpointer, depth: int, width: int, witnesses: dict[str, Any],
+              meta: Callable[[dict[str, Witness]], dict[str, Any]]) -> None:
+        """Write the search so far in the local engine's checkpoint format (`spark_checkpoint`)."""
+        links = self._links()
         if links.depth() != depth or links.sizes()[-1] != width:
             raise RuntimeError(f"the visited set has depth {links.depth()}, the search {depth}")
-        paths = dict(self.paths)
-        for name, (_, fp, extra) in self.witness.items():
-            root, steps = links.path(fp)
-            paths[name] = (root, steps + ([extra] if extra >= 0 else []))
-        sizes = links.sizes()
-        meta = checkpoint_meta(self.found, paths, depth, sizes, sum(sizes[:-1]), seconds)
-        checkpoint.write(links.visited(), links.fps[links.level == depth].tolist(), meta)
+        paths = {}
+        for name, w in witnesses.items():
+            if isinstance(w, _Mark):
+                root, steps = links.path(w.fp)
+                w = (root, steps + ([w.extra] if w.extra >= 0 else []))
+            paths[name] = w
+        checkpoint.write(links.visited(), links.fps[links.level == depth].tolist(), meta(paths))
 
-    def traces(self, goals: bool = False) -> dict[str, list[Any]]:
-        """Each witness's action trace (of the goals reached, with `goals`): parent links followed back, every
-        property at once, one query per step."""
+    def paths(self, witnesses: dict[str, Any]) -> dict[str, Witness]:
+        """Each witness's path: parent links followed back, every witness at once, one query per step."""
         from pyspark.sql import functions as F
 
         host = {fp: (parent, aidx) for fp, parent, aidx in self.host}
-        visited = self.visited()
-        paths = {name: (fp, [] if extra < 0 else [extra])
-                 for name, (_, fp, extra) in (self.goal_witness if goals else self.witness).items()}
+        visited = self.jvm_visited()
+        out = {name: w for name, w in witnesses.items() if not isinstance(w, _Mark)}
+        paths = {name: (w.fp, [] if w.extra < 0 else [w.extra])
+                 for name, w in witnesses.items() if isinstance(w, _Mark)}
         roots: dict[str, int] = {}
         while len(roots) < len(paths):
             wanted = sorted({fp for name, (fp, _) in paths.items() if name not in roots})
@@ -464,10 +580,22 @@ class _Search:
                     roots[name] = aidx
                 else:
                     paths[name] = (parent, [aidx] + steps)
-        out = {name: (roots[name], steps) for name, (_, steps) in paths.items()}
-        if not goals:
-            out.update(self.paths)
-        return {name: replay(self.model, root, steps) for name, (root, steps) in sorted(out.items())}
+        out.update({name: (roots[name], steps) for name, (_, steps) in paths.items()})
+        return out
+
+    def nbytes(self) -> int:
+        """Bytes of the blocks the JVM holds and of the driver's rows."""
+        return _held_bytes(self.spark) + self.host_bytes()
+
+
+class _Mark(NamedTuple):
+    """A witness as the Spark engine keeps it: the state's fingerprint (a long), the action from it or -1."""
+
+    fp: int
+    extra: int
+
+
+_NONE = np.empty(0, dtype=FP)  # the fingerprints a Spark level hands the loop: none, the visited set is the JVM's
 
 
 def explore(model: Any, spark: Any, max_states: int | None = None, progress: ProgressFn | None = None,
@@ -477,181 +605,32 @@ def explore(model: Any, spark: Any, max_states: int | None = None, progress: Pro
             host_below: int = HOST_BELOW, coverage: bool = False, stop: StopRequest | None = None) -> Exploration:
     """Explore every state reachable inside the boundary on Spark, checking every property of the model.
 
-    `stop_at` (property names): end after the level in which one of them is first violated, as the local engine
-    does (every violation of that level is still found, so the counterexamples are the canonical ones).
-    Levels of at most `host_below` states run in the driver (0: every level on Spark); `resume` is a checkpoint
-    of any engine, and `checkpoint` writes the local engine's format. `coverage` counts the transitions taken
-    into `found.tally` (`checkers/coverage.py`), task by task. `stop` (a signal, the memory limit) ends the run
-    at the next level boundary, a level's Spark job in work cancelled, with the checkpoint of that boundary.
+    The level loop is `level_loop.run`'s, so `stop_at`, `max_states`, `checkpoint` (the local engine's format),
+    `resume` (a checkpoint of any engine) and `stop` (a signal, the memory limit: the level's Spark job in work is
+    cancelled) mean what they mean there. Levels of at most `host_below` states run in the driver (0: every level
+    on Spark). `coverage` counts the transitions taken into `found.tally` (`checkers/coverage.py`), task by task;
+    `timings` receives each level's figures.
     """
     sc = spark.sparkContext
     parts = partitions or max(1, sc.defaultParallelism)
     _tune(spark, parts)
-    run = _Search(model, spark, parts, compact_every, coverage)
-    found = run.found
+    found = Exploration(f"spark {sc.master}")
     if coverage:
         from kcm.checkers.tally import Tally
 
         found.tally = Tally()
-    start = time.perf_counter()
-    frontier: Any
-    if resume is None:
-        frontier = run.seed()
-        depth, sizes, spent = 0, [len(frontier)], 0.0
-    else:
-        frontier, depth, sizes, spent = run.resumed(resume)
-    if host_below and len(frontier) <= host_below:
-        run.warm_up(frontier)
-    width = len(frontier)
-    states = len(run.host)
-    before = states - width  # states in the levels before `depth`
-    known = True  # whether `width` (the frontier's size) is known yet: else the next expansion counts it
-    levels: list[LevelTiming] = []
-    reported: tuple[int, int, int] | None = None  # the last progress report's (level, states, frontier)
-
-    def counted(n: int) -> None:  # the frontier's size is now known
-        nonlocal width, known, states, depth
-        width, known = n, True
-        if n:
-            sizes.append(n)
-            states = before + n
-        else:
-            depth -= 1
-
-    ends = None  # why the search ends after this level (`_Search.summaries`)
-    # A resumed run that has already found what it stops at ends at once, as the local engine's does.
-    halted = should_stop(stop_at, run.paths)
-    if halted:
-        found.complete = False
-        found.stopped = True
-    watch = _Watch(sc, stop) if stop is not None else None
-    while not halted:
-        # Where the level runs: in the driver while levels are small (no job latency), else on Spark; the search
-        # comes back to the driver when the levels thin out again after the widest.
-        if isinstance(frontier, list):
-            if len(frontier) > host_below:
-                frontier = run.to_jvm(frontier)
-        elif len(sizes) > 1 and sizes[-1] < sizes[-2] and sizes[-1] <= (host_below if known else 4 * host_below):
-            # Shrinking levels; when the frontier's own size is not known yet, the level before it tells whether
-            # it may be small: at most host_below + 1 rows come over to find out.
-            rows = run.pull(frontier, host_below + 1)
-            if len(rows) <= host_below:  # the whole frontier
-                if not known:
-                    counted(len(rows))
-                    if not width:
-                        break
-                run.to_host()
-                frontier = rows
-        if stop is not None and stop.poll():
-            # The checkpoint of this boundary, made as a periodic one is: the frontier counted, its states judged.
-            if not known:
-                counted(frontier.count())
-                if not width:
-                    break  # the search was over after all
-            if run.check_states(frontier, depth, stop_at):
-                found.complete = False
-                found.stopped = True
-                break
-            found.complete = False
-            stop.acted = True
-            if checkpoint is not None:
-                run.write(checkpoint, depth, width, spent + time.perf_counter() - start)
-            break
-        if checkpoint is not None and checkpoint.due():
-            if not known:  # a checkpoint holds whole levels: count the frontier now instead of at its expansion
-                counted(frontier.count())
-                if not width:
-                    break
-            if run.check_states(frontier, depth, stop_at):  # the local engine would have stopped already
-                found.complete = False
-                found.stopped = True
-                break
-            run.write(checkpoint, depth, width, spent + time.perf_counter() - start)
-        began = time.perf_counter()
-        level = depth
-        on_host = isinstance(frontier, list)
-        if on_host:
-            fresh = run.host_level(frontier, depth)
-        elif watch is None:
-            fresh = run.spark_level(frontier, depth)
-        else:
-            try:
-                with watch.level(f"kcm-level-{run.search}-{depth}"):
-                    fresh = run.spark_level(frontier, depth)
-            except Exception:
-                if stop is None or stop.reason is None:
-                    raise
-                continue  # the level's job was cancelled for `stop`: nothing of it is kept, the loop's top stops
-        expanded, ends = run.summaries(depth, stop_at)
-        mid = time.perf_counter()
-        if ends == "state":  # this level's own states break a property: the search ends before expanding it
-            if not on_host:
-                run.release(fresh)
-            if not known:
-                sizes.append(expanded)
-            states = before + expanded
-            found.complete = False
-            found.stopped = True
-            break
-        if not known:
-            if not expanded:  # the last level found nothing new: the search is over
-                depth -= 1
-                run.release(fresh)
-                break
-            sizes.append(expanded)
-        if on_host:
-            run.host_keep(fresh)
-        else:
-            run.keep(fresh)
-        width = expanded
-        states = before + width
-        frontier = fresh
-        prior = before
-        before = states
-        depth += 1
-        known = False
-        if on_host:
-            counted(len(fresh))
-        elif max_states is not None or ends:  # the bound (or the stop) is looked at once each level has joined
-            counted(fresh.count())
-        done = time.perf_counter()
-        levels.append(LevelTiming(level, prior, expanded, done - began, mid - began, done - mid,
-                                  "driver" if on_host else "spark"))
-        if progress:
-            # A level run on Spark leaves its new frontier uncounted (the next expansion counts it): what is known
-            # then is the level just expanded, so that is the level reported; a report already made is not repeated.
-            seconds = spent + time.perf_counter() - start
-            line = (depth if known else depth - 1, states, width)
-            if line != reported:
-                reported = line
-                progress(Progress(*line, seconds, states / seconds if seconds else 0.0,
-                                  eta(sizes, width, 0, 0, max(1, before), seconds)))
-        if known and not width:
-            break
-        if ends or max_states is not None and states >= max_states:
-            # The last level is counted and its own properties checked, not expanded.
-            if isinstance(frontier, list):
-                run.host_level(frontier, depth, successors=False)
-            else:
-                run.expand(frontier, depth, successors=False).count()
-            run.summaries(depth)
-            found.complete = False
-            found.stopped = bool(ends)
-            break
-    if watch is not None:
-        watch.close()
-    run.warmed(cancel=True)  # a search that ended in the driver needs no workers
+    search = _Search(model, spark, found, parts, compact_every, coverage, stop_at, host_below, stop)
+    if stop is not None:
+        search.watch = _Watch(sc, stop)
+    run(model, found, search, max_states, progress, checkpoint, resume, stop_at=stop_at, stop=stop)
+    if search.watch is not None:
+        search.watch.close()
+    search.warmed(cancel=True)  # a search that ended in the driver needs no workers
     gc.unfreeze()  # what the driver's expansions froze can be collected again
-    found.distinct_states = states
-    found.depth = depth
-    found.violations = run.traces()
-    found.goals = run.traces(goals=True)
-    found.seconds = spent + time.perf_counter() - start
-    found.bytes_per_state = _bytes_per_state(spark, states) + run.host_bytes() / max(1, states)
-    for df in run.pieces + run.recent:
-        run.release(df)
+    for df in search.pieces + search.recent:
+        search.release(df)
     if timings is not None:
-        timings.extend(levels)
+        timings.extend(search.timings)
     return found
 
 
@@ -719,15 +698,14 @@ def _tune(spark: Any, parts: int) -> None:
     conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "4000")
 
 
-def _bytes_per_state(spark: Any, states: int) -> float:
-    """Bytes of cached blocks the JVM holds per visited state at the end of the search.
+def _held_bytes(spark: Any) -> int:
+    """Bytes of cached blocks the JVM holds at the end of the search.
 
     That is the visited set's slim pieces plus the newest levels' own blocks, whose encoded states are freed only
     at the next compaction: on a complete run a few levels' states, on a partial run the frontier's too.
     """
     try:
         infos = spark.sparkContext._jsc.sc().getRDDStorageInfo()
-        held = sum(info.memSize() + info.diskSize() for info in infos)
+        return sum(info.memSize() + info.diskSize() for info in infos)
     except Exception:  # noqa: BLE001 - a figure for the summary only
-        return 0.0
-    return held / max(1, states)
+        return 0
