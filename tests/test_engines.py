@@ -106,3 +106,70 @@ def test_a_stop_request_gives_up_the_level_and_halts_the_engine():
     assert toy.halted and stop.acted and not found.complete and sizes
     assert found.transitions == 2 * (roots + sum(sizes[:-1]))
     assert found.distinct_states == roots + sum(sizes)
+
+
+class _Lazy:
+    """The toy engine made lazy: its own visited set, each new frontier left uncounted until it is expanded."""
+
+    LAZY = True
+    visited = None
+
+    def __init__(self, stop_level: int | None = None) -> None:
+        self.total, self.depth, self.counts, self.stop_level = 0, 0, 0, stop_level
+
+    def opening(self, found, resume):
+        self.total = 1
+        return self, 1, level_loop.Start(None, [], [], {}, 0, [1], 0, 0.0)
+
+    def expand(self, frontier, visited, found, tick):
+        none = np.empty(0, dtype=np.uint64)
+        if self.depth == self.stop_level:  # the frontier's own states break a property: nothing else counts
+            return level_loop.Level(none, none, none, frontier, {"LeaderInIsrInAr": 0}, expanded=frontier, ended=True)
+        found.transitions += 2 * frontier
+        new = 2 * frontier if frontier and self.total <= 20 else 0
+        self.total += new
+        self.depth += 1
+        return level_loop.Level(none, none, none, new, size=None, expanded=frontier)
+
+    def count(self, frontier):
+        self.counts += 1
+        return frontier
+
+    def judge(self, frontier):
+        return {}, {}
+
+    def halt(self) -> None:
+        pass
+
+    def add(self, level) -> None:
+        pass
+
+    def mark(self, depth, link):
+        return 0, []
+
+    def paths(self, witnesses):
+        return witnesses
+
+    def nbytes(self) -> int:
+        return 0
+
+
+def test_a_lazy_engine_gets_the_counts_of_an_eager_one_and_is_counted_only_when_needed():
+    model = BoundedSystem(load_config("tiny"))
+    eager = level_loop.run(model, Exploration("toy"), _Counting())
+    lazy, reports = _Lazy(), []
+    found = level_loop.run(model, Exploration("lazy"), lazy, progress=reports.append)
+    assert len({model.fingerprint(s) for s in model.init_states()}) == 1  # as the lazy toy's first frontier
+    assert (found.distinct_states, found.depth, found.transitions) == (
+        eager.distinct_states, eager.depth, eager.transitions)
+    assert found.complete and lazy.counts == 0  # each frontier counted by its own expansion
+    lines = [(p.level, p.states, p.frontier) for p in reports]
+    # Each level named once, when counted; a search ended by an expansion that found the frontier empty shows
+    # the last level with its size (as the Spark engine always has).
+    assert len(set(lines)) == len(lines) and lines[-1][:2] == (found.depth, found.distinct_states)
+    bounded = _Lazy()
+    cut = level_loop.run(model, Exploration("lazy"), bounded, max_states=4)
+    assert bounded.counts >= 1 and not cut.complete and cut.distinct_states == 7 and cut.depth == 2
+    ended = level_loop.run(model, Exploration("lazy"), _Lazy(stop_level=2), stop_at={"LeaderInIsrInAr"})
+    assert ended.stopped and not ended.complete and ended.depth == 2 and ended.distinct_states == 7
+    assert "LeaderInIsrInAr" in ended.violations
