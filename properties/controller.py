@@ -14,6 +14,7 @@ from kcm.model.effects import Effects, LeaderAndIsrRequest
 from kcm.model.fmap import get, search
 from kcm.model.interface import ALWAYS, SOMETIMES, SOMETIMES_STEP, STEP, Property
 from kcm.model.states import PartitionState, ReplicaState
+from kcm.properties import facts
 from kcm.properties.facts import (
     LOG_NO,
     NO_CONTROLLER_CACHE,
@@ -51,7 +52,9 @@ def leader_in_isr_in_ar(model: Any, state: Cluster) -> bool:
 
 @rule("ElectedLeaderRecorded", ALWAYS,
       trace="the trace's leader-and-ISR writes are the record of elected leaders itself",
-      log="the log's leader-and-ISR lines are the record of elected leaders itself")
+      log="the log's leader-and-ISR lines are the record of elected leaders itself",
+      induction="the encoding writes the ghost `elected` with the znode in the same step, so it holds by "
+                "construction (the lemma BelievedLeadersWereElected states what brokers act on instead)")
 @partition_local()
 @reads("ghost.elected", "zk.partitions")
 def elected_leader_recorded(model: Any, state: Cluster) -> bool:
@@ -82,7 +85,9 @@ def one_live_leader_per_epoch(model: Any, state: Cluster) -> bool:
     return True
 
 
-@rule("OneLeaderPerEpoch", STEP)
+@rule("OneLeaderPerEpoch", STEP,
+      induction="the encoding's ghost `elected` is an array indexed by leader epoch, one leader per epoch by "
+                "construction; what brokers believe is proved instead (OneLiveLeaderPerEpoch)")
 @partition_local()
 def one_leader_per_epoch(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
     """A leader epoch, once given to a leader, is never given to another (at most one leader per epoch)."""
@@ -96,7 +101,9 @@ def one_leader_per_epoch(model: Any, before: Cluster, action: Any, after: Cluste
     return True
 
 
-@rule("LeaderEpochMonotone", STEP)
+@rule("LeaderEpochMonotone", STEP,
+      induction="an election writes the next leader epoch by construction (the seeded bug switch "
+                "bump_epoch_on_election=False breaks OneLiveLeaderPerEpoch instead)")
 @partition_local()
 def leader_epoch_monotone(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
     """A partition znode's leader epoch never decreases while the partition exists."""
@@ -136,7 +143,9 @@ def controller_epoch_monotone(model: Any, before: Cluster, action: Any, after: C
     return True
 
 
-@rule("EpochFencing", STEP)
+@rule("EpochFencing", STEP,
+      induction=facts.INDUCTION_NO_REQUESTS + " (what it guards, live brokers never going back, is part of "
+                                              "ControllerEpochMonotone's step formula)")
 @partition_local()
 def epoch_fencing(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
     """No broker applies a LeaderAndIsr older than the newest controller epoch it has accepted."""
@@ -175,7 +184,8 @@ def no_broker_ahead_of_zk(model: Any, state: Cluster) -> bool:
     return True
 
 
-@rule("ReassignmentArIsUnion", ALWAYS, **NO_REASSIGNMENT_STATE)
+@rule("ReassignmentArIsUnion", ALWAYS, **NO_REASSIGNMENT_STATE,
+      bmc=facts.BMC_NO_REASSIGN_OR_DELETE)
 @partition_local()
 @reads("zk.assignments", "ctx.reassignments")
 def reassignment_ar_is_union(model: Any, state: Cluster) -> bool:
@@ -187,7 +197,8 @@ def reassignment_ar_is_union(model: Any, state: Cluster) -> bool:
     return True
 
 
-@rule("ArShrinksLast", STEP, **NO_REASSIGNMENT_STATE)
+@rule("ArShrinksLast", STEP, **NO_REASSIGNMENT_STATE,
+      bmc=facts.BMC_NO_REASSIGN_OR_DELETE)
 @partition_local()
 def ar_shrinks_last(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
     """A replica of the original assignment leaves AR only in the last step of a reassignment (RAR in the ISR);
@@ -242,7 +253,8 @@ def valid_transition(model: Any, before: Cluster, action: Any, after: Cluster, e
     return True
 
 
-@rule("DeletionStatesOnlyWhileDeleting", ALWAYS, **NO_DELETION_QUEUE)
+@rule("DeletionStatesOnlyWhileDeleting", ALWAYS, **NO_DELETION_QUEUE,
+      induction=facts.INDUCTION_ONE_PARTITION)
 @partition_local()
 @reads("ctx.topics_to_delete", "ctx.replica_states")
 def deletion_states_only_while_deleting(model: Any, state: Cluster) -> bool:
@@ -260,7 +272,8 @@ def deletion_states_only_while_deleting(model: Any, state: Cluster) -> bool:
     return True
 
 
-@rule("DeletedTopicsLeaveNothing", ALWAYS, trace=NO_DELETION_QUEUE["trace"], log=LOG_NO + "ZooKeeper's content")
+@rule("DeletedTopicsLeaveNothing", ALWAYS, trace=NO_DELETION_QUEUE["trace"], log=LOG_NO + "ZooKeeper's content",
+      induction=facts.INDUCTION_ONE_PARTITION, bmc=facts.BMC_NO_REASSIGN_OR_DELETE)
 @partition_local("deletion", "topic_creation")
 @reads("zk.assignments", "ctx.topics_to_delete", "ctx.controller_id", "ctx.partition_states", "ctx.replica_states")
 def deleted_topics_leave_nothing(model: Any, state: Cluster) -> bool:
@@ -277,7 +290,8 @@ def deleted_topics_leave_nothing(model: Any, state: Cluster) -> bool:
     return True
 
 
-@rule("CleanElection", STEP, log=LOG_NO + "which selector chose a leader, nor always the ISR before")
+@rule("CleanElection", STEP, log=LOG_NO + "which selector chose a leader, nor always the ISR before",
+      induction=facts.INDUCTION_NO_REQUESTS, bmc=facts.BMC_NOT_RESTATED)
 @partition_local()
 def clean_election(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
     """With unclean leader election off, every newly elected leader was in the partition's ISR before.
@@ -301,7 +315,8 @@ def clean_election(model: Any, before: Cluster, action: Any, after: Cluster, eff
     return True
 
 
-@rule("ZkEpochFencing", STEP, log=LOG_NO + "ZooKeeper's conditional writes")
+@rule("ZkEpochFencing", STEP, log=LOG_NO + "ZooKeeper's conditional writes",
+      induction=facts.INDUCTION_NO_REQUESTS, bmc=facts.BMC_NOT_RESTATED)
 @partition_local()
 def zk_epoch_fencing(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
     """Only the controller of the newest epoch elects: a znode whose leader epoch changes carries that epoch.
@@ -323,7 +338,8 @@ def zk_epoch_fencing(model: Any, before: Cluster, action: Any, after: Cluster, e
     return True
 
 
-@rule("ControllerCacheMatchesZk", ALWAYS, **NO_CONTROLLER_CACHE)
+@rule("ControllerCacheMatchesZk", ALWAYS, **NO_CONTROLLER_CACHE,
+      induction=facts.ONE_COPY, bmc=facts.ONE_COPY)
 @partition_local()
 @reads("ctx.controller_id", "zk.partitions", "ctx.leadership")
 def controller_cache_matches_zk(model: Any, state: Cluster) -> bool:
@@ -361,7 +377,8 @@ def replicas_act_on_znode(state: Cluster, judged: Any, wait_for_inflight: bool =
     return True
 
 
-@rule("LivenessView", ALWAYS, **NO_CONTROLLER_CACHE)
+@rule("LivenessView", ALWAYS, **NO_CONTROLLER_CACHE,
+      induction=facts.ONE_COPY, bmc=facts.ONE_COPY)
 @partition_local()
 @reads("brokers", "replicas", "inflight", "zk.delete_topics", "zk.partitions")
 def liveness_view(model: Any, state: Cluster) -> bool:
@@ -374,7 +391,8 @@ def liveness_view(model: Any, state: Cluster) -> bool:
     return replicas_act_on_znode(state, lambda tp, lai: lai.isr)
 
 
-@rule("ReplicasFollowZk", ALWAYS, **STOPS_ANYWHERE)
+@rule("ReplicasFollowZk", ALWAYS, **STOPS_ANYWHERE,
+      induction=facts.ONE_COPY, bmc=facts.ONE_COPY)
 @partition_local()
 @reads("brokers", "replicas", "inflight", "zk.delete_topics", "zk.partitions", "zk.assignments")
 def replicas_follow_zk(model: Any, state: Cluster) -> bool:
@@ -387,7 +405,8 @@ def replicas_follow_zk(model: Any, state: Cluster) -> bool:
     return replicas_act_on_znode(state, lambda tp, lai: assignments.get(tp, ()))
 
 
-@rule("ControllerActive", ALWAYS, **STOPS_ANYWHERE)
+@rule("ControllerActive", ALWAYS, **STOPS_ANYWHERE,
+      induction=facts.INDUCTION_NO_REQUESTS, bmc=facts.BMC_NOT_RESTATED)
 @partition_local()
 @reads("brokers", "zk.controller", "ctx.controller_id")
 def controller_active(model: Any, state: Cluster) -> bool:
@@ -398,7 +417,8 @@ def controller_active(model: Any, state: Cluster) -> bool:
     return state.zk.controller in live and state.ctx.controller_id == state.zk.controller
 
 
-@rule("ReassignmentEndsComplete", STEP, **NO_REASSIGNMENT_STATE)
+@rule("ReassignmentEndsComplete", STEP, **NO_REASSIGNMENT_STATE,
+      induction=facts.INDUCTION_NO_REQUESTS, bmc=facts.BMC_NO_REASSIGN_OR_DELETE)
 @partition_local()
 def reassignment_ends_complete(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
     """A reassignment leaves /admin/reassign_partitions only when AR is its target (or the topic is gone).
@@ -417,7 +437,8 @@ def reassignment_ends_complete(model: Any, before: Cluster, action: Any, after: 
     return True
 
 
-@rule("ReassignmentsTracked", ALWAYS, **NO_REASSIGNMENT_STATE)
+@rule("ReassignmentsTracked", ALWAYS, **NO_REASSIGNMENT_STATE,
+      induction=facts.ONE_COPY, bmc=facts.BMC_NO_REASSIGN_OR_DELETE)
 @partition_local()
 @reads("ctx.controller_id", "zk.assignments", "zk.reassign_partitions", "ctx.reassignments")
 def reassignments_tracked(model: Any, state: Cluster) -> bool:
@@ -431,7 +452,8 @@ def reassignments_tracked(model: Any, state: Cluster) -> bool:
     return pending == {tp for tp, _ in state.ctx.reassignments}
 
 
-@rule("DeletionProgress", ALWAYS, **NO_DELETION_QUEUE)
+@rule("DeletionProgress", ALWAYS, **NO_DELETION_QUEUE,
+      induction=facts.INDUCTION_ONE_PARTITION, bmc=facts.BMC_NO_REASSIGN_OR_DELETE)
 @partition_local("deletion", "topic_creation")
 @reads("ctx.controller_id", "brokers", "ctx.reassignments", "ctx.topics_to_delete", "ctx.assignments")
 def deletion_progress(model: Any, state: Cluster) -> bool:
@@ -474,7 +496,8 @@ def some_controller_failover(model: Any, state: Cluster) -> bool:
     return state.zk.controller_epoch > 1
 
 
-@rule("SomeReassignmentCompletes", SOMETIMES_STEP, needs=("reassignment",))
+@rule("SomeReassignmentCompletes", SOMETIMES_STEP, needs=("reassignment",),
+      bmc=facts.BMC_NO_REASSIGN_OR_DELETE)
 @partition_local()
 def some_reassignment_completes(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
     """Some step completes a reassignment: AR becomes its target and the request leaves ZooKeeper."""
@@ -486,7 +509,8 @@ def some_reassignment_completes(model: Any, before: Cluster, action: Any, after:
     return any(tp not in pending and new.get(tp) == tuple(t) != old.get(tp) for tp, t in targets.items())
 
 
-@rule("SomeTopicDeletionCompletes", SOMETIMES_STEP, needs=("deletion",))
+@rule("SomeTopicDeletionCompletes", SOMETIMES_STEP, needs=("deletion",),
+      bmc=facts.BMC_NO_REASSIGN_OR_DELETE)
 @partition_local()
 def some_topic_deletion_completes(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
     """Some step finishes deleting a topic (it leaves the deletion queue with nothing left in ZooKeeper)."""
@@ -496,7 +520,8 @@ def some_topic_deletion_completes(model: Any, before: Cluster, action: Any, afte
 
 @rule("SomeStaleRequestRefused", SOMETIMES_STEP, needs=("delivery:async",),
       ignored_requests="it judges the very deliveries the reduction folds into the step before them (a broker "
-                       "refusing a stale request)")
+                       "refusing a stale request)",
+      bmc=facts.BMC_NOT_RESTATED)
 @partition_local()
 def some_stale_request_refused(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
     """Some broker receives a request of an older controller epoch than it has accepted (and refuses it)."""

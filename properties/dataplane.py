@@ -15,6 +15,7 @@ from kcm.model.effects import Effects
 from kcm.model.interface import ALWAYS, SOMETIMES, STEP, Property
 from kcm.model.logs import epoch_start_offset, leader_log
 from kcm.model.names import replica_name, tp_name
+from kcm.properties import facts
 from kcm.properties.facts import NO_RECORDS, TRACE_NO, declared_in, rule
 from kcm.properties.reads import partition_local, reads
 
@@ -42,7 +43,8 @@ def lost_consumed(state: Cluster) -> list[dict[str, Any]]:
             for tp, o, e in _missing(state, state.ghost.consumed)]
 
 
-@rule("AckedRecordsSurvive", ALWAYS, offenders=lost_acked, **NO_RECORDS)
+@rule("AckedRecordsSurvive", ALWAYS, offenders=lost_acked, **NO_RECORDS,
+      induction=facts.NO_DATA_PLANE_ENCODED, bmc=facts.BMC_NO_DATA_PLANE)
 @partition_local()
 @reads("ghost.acked", "zk.partitions", "replicas", "brokers")
 def acked_records_survive(model: Any, state: Cluster) -> bool:
@@ -50,7 +52,8 @@ def acked_records_survive(model: Any, state: Cluster) -> bool:
     return not _missing(state, state.ghost.acked)
 
 
-@rule("ConsumedRecordsSurvive", ALWAYS, offenders=lost_consumed, **NO_RECORDS)
+@rule("ConsumedRecordsSurvive", ALWAYS, offenders=lost_consumed, **NO_RECORDS,
+      induction=facts.NO_DATA_PLANE_ENCODED, bmc=facts.BMC_NO_DATA_PLANE)
 @partition_local()
 @reads("ghost.consumed", "zk.partitions", "replicas", "brokers")
 def consumed_records_survive(model: Any, state: Cluster) -> bool:
@@ -90,7 +93,8 @@ def diverged(state: Cluster) -> list[dict[str, Any]]:
             for tp, a, b, o in divergent_replicas(state)]
 
 
-@rule("LogsAgreeBelowHw", ALWAYS, offenders=diverged, **NO_RECORDS)
+@rule("LogsAgreeBelowHw", ALWAYS, offenders=diverged, **NO_RECORDS,
+      induction=facts.NO_DATA_PLANE_ENCODED, bmc=facts.BMC_NO_DATA_PLANE)
 @partition_local()
 @reads("replicas")
 def logs_agree_below_hw(model: Any, state: Cluster) -> bool:
@@ -105,7 +109,8 @@ def _leaders(state: Cluster) -> dict[tuple, tuple[int, int, int]]:
             if data.leader == broker and brokers[broker].alive}
 
 
-@rule("LeaderHwMonotone", STEP, log=NO_RECORDS["log"])
+@rule("LeaderHwMonotone", STEP, log=NO_RECORDS["log"],
+      induction=facts.NO_DATA_PLANE_ENCODED, bmc=facts.BMC_NO_DATA_PLANE)
 @partition_local()
 def leader_hw_monotone(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
     """A leader's HW never goes backwards while it leads in one leader epoch."""
@@ -127,7 +132,8 @@ def leader_hw_monotone(model: Any, before: Cluster, action: Any, after: Cluster,
     return True
 
 
-@rule("IsrJoinsReachEpochStart", STEP, trace=TRACE_NO + "epoch start offsets", log=NO_RECORDS["log"])
+@rule("IsrJoinsReachEpochStart", STEP, trace=TRACE_NO + "epoch start offsets", log=NO_RECORDS["log"],
+      induction=facts.NO_DATA_PLANE_ENCODED, bmc=facts.BMC_NO_DATA_PLANE)
 @partition_local()
 def isr_joins_reach_epoch_start(model: Any, before: Cluster, action: Any, after: Cluster, effects: Effects) -> bool:
     """A follower the leader lets into the ISR had fetched up to the start offset of the leader's epoch (KAFKA-7128).
@@ -153,7 +159,8 @@ def isr_joins_reach_epoch_start(model: Any, before: Cluster, action: Any, after:
     return True
 
 
-@rule("SomeRecordAcked", SOMETIMES, needs=("data_plane",))
+@rule("SomeRecordAcked", SOMETIMES, needs=("data_plane",),
+      bmc=facts.BMC_NO_DATA_PLANE)
 @partition_local()
 @reads("ghost.acked")
 def some_record_acked(model: Any, state: Cluster) -> bool:
@@ -161,7 +168,8 @@ def some_record_acked(model: Any, state: Cluster) -> bool:
     return bool(state.ghost.acked)
 
 
-@rule("SomeRecordConsumed", SOMETIMES, needs=("consume",))
+@rule("SomeRecordConsumed", SOMETIMES, needs=("consume",),
+      bmc=facts.BMC_NO_DATA_PLANE)
 @partition_local()
 @reads("ghost.consumed")
 def some_record_consumed(model: Any, state: Cluster) -> bool:

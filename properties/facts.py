@@ -23,6 +23,8 @@ JUDGES: dict[str, str] = {
     "trace": "the trace oracle (kcm check-trace)",
     "log": "the state-change log rules (kcm check-log)",
     "ignored_requests": "an exploration under the reduction ignored_requests",
+    "induction": "the inductive proof (kcm prove)",
+    "bmc": "bounded model checking (kcm prove --bmc)",
 }
 _FINITE = "not a safety rule: one finite {} cannot break a reachability goal or a liveness property"
 # What a judge leaves out by kind alone, with why: said here once rather than with each property.
@@ -31,6 +33,10 @@ BY_KIND: dict[str, dict[str, str]] = {
     "log": dict.fromkeys((SOMETIMES, SOMETIMES_STEP, EVENTUALLY), _FINITE.format("log")),
     "ignored_requests": {EVENTUALLY: "a liveness property reads whole runs, which the reduction shortens (it "
                                      "keeps the safety verdicts and the goals)"},
+    "induction": dict.fromkeys((SOMETIMES, SOMETIMES_STEP, EVENTUALLY), "not a safety invariant: a reachability "
+                               "goal or a liveness property, judged by the explorers"),
+    "bmc": {EVENTUALLY: "a liveness property is judged on the explored graph's fair cycles, which bounded paths do "
+                        "not show"},
 }
 _TRACE, _LOG = "a trace carries no ", "the state-change log does not record "
 # Reasons several properties share, by judge: `@rule(..., **NO_REASSIGNMENT_STATE)`.
@@ -44,6 +50,15 @@ NO_DELETION_QUEUE = {"trace": _TRACE + "topic deletion events", "log": _LOG + "t
 NO_RECORDS = {"trace": _TRACE + "record contents or acknowledgements, only offsets",
               "log": _LOG + "the data plane (records, LEO, HW)"}
 TRACE_NO, LOG_NO = _TRACE, _LOG
+# What the Z3 encodings (checkers/prove) leave out, shared by several properties: `@rule(..., induction=...)`.
+INDUCTION_NO_REQUESTS = "the encoding keeps no requests or ZooKeeper writes of a step, only their effect on the state"
+INDUCTION_ONE_PARTITION = ("the encoding holds one partition and no topic, so nothing is created, deleted or "
+                           "compared across")
+ONE_COPY = "the encoding keeps one copy of what the controller caches from ZooKeeper and of broker liveness"
+NO_DATA_PLANE_ENCODED = "the encoding has no logs (the data plane is not encoded)"
+BMC_NOT_RESTATED = "it reads a step's requests and writes, which the encoding does not record"
+BMC_NO_REASSIGN_OR_DELETE = "the encoded families never reassign or delete, and the encoding has no AR field"
+BMC_NO_DATA_PLANE = "the encoding has no logs (no data-plane family is encoded)"
 _ID = re.compile(r"(?:[A-Z][a-z0-9]*)+")
 
 

@@ -16,6 +16,7 @@ import z3
 from kcm.checkers.prove import formulas
 from kcm.checkers.prove.bounded import BoundedEncoding, shown
 from kcm.checkers.prove.vocabulary import Step, Sym
+from kcm.properties import catalogue
 
 HOLDS, VIOLATED, REACHED, NEVER_REACHED = "holds", "violated", "reached", "never reached"
 IDLE = "(stop)"  # the unrolling's idle step: an execution may end before the depth
@@ -30,39 +31,9 @@ STEP_PROPERTIES: dict[str, Callable[[Sym, Sym, Step], Any]] = {
                                   "EpochFencing", "ValidTransition")
 }
 GOALS: dict[str, Callable[[Sym], Any]] = dict(formulas.GOALS)
-_NO_REASSIGN_OR_DELETE = "the encoded families never reassign or delete, and the encoding has no AR field"
-_NO_DATA_PLANE = "the encoding has no logs (no data-plane family is encoded)"
-_ONE_COPY = "the encoding keeps one copy of what the controller caches from ZooKeeper and of broker liveness"
-_NOT_RESTATED = "it reads a step's requests and writes, which the encoding does not record"
-_LIVENESS = "a liveness property is judged on the explored graph's fair cycles, which bounded paths do not show"
-EXPLORER_ONLY: dict[str, str] = {
-    "CleanElection": _NOT_RESTATED,
-    "ZkEpochFencing": _NOT_RESTATED,
-    "SomeStaleRequestRefused": _NOT_RESTATED,
-    "ControllerCacheMatchesZk": _ONE_COPY,
-    "LivenessView": _ONE_COPY,
-    "ReplicasFollowZk": _ONE_COPY,
-    "ControllerActive": _NOT_RESTATED,
-    "ReassignmentEndsComplete": _NO_REASSIGN_OR_DELETE,
-    "ReassignmentsTracked": _NO_REASSIGN_OR_DELETE,
-    "DeletionProgress": _NO_REASSIGN_OR_DELETE,
-    "ReassignmentArIsUnion": _NO_REASSIGN_OR_DELETE,
-    "ArShrinksLast": _NO_REASSIGN_OR_DELETE,
-    "DeletedTopicsLeaveNothing": _NO_REASSIGN_OR_DELETE,
-    "SomeReassignmentCompletes": _NO_REASSIGN_OR_DELETE,
-    "SomeTopicDeletionCompletes": _NO_REASSIGN_OR_DELETE,
-    "AckedRecordsSurvive": _NO_DATA_PLANE,
-    "IsrJoinsReachEpochStart": _NO_DATA_PLANE,
-    "ConsumedRecordsSurvive": _NO_DATA_PLANE,
-    "LogsAgreeBelowHw": _NO_DATA_PLANE,
-    "LeaderHwMonotone": _NO_DATA_PLANE,
-    "SomeRecordAcked": _NO_DATA_PLANE,
-    "SomeRecordConsumed": _NO_DATA_PLANE,
-    "ReassignmentsFinish": _LIVENESS,
-    "DeletionsFinish": _LIVENESS,
-    "ProducesResolve": _LIVENESS,
-    "ReplicasLearnLeaders": _LIVENESS,
-}
+# Every catalogue id BMC leaves to the explorer, with the reason: declared on each property (`@rule(..., bmc=...)`,
+# or its kind).
+EXPLORER_ONLY: dict[str, str] = catalogue.not_judged("bmc")
 
 
 class Finding(NamedTuple):

@@ -11,6 +11,7 @@ from kcm.checkers.prove import formulas
 from kcm.checkers.prove.formulas import StateFormula, StepFormula
 from kcm.checkers.prove.vocabulary import PARTITION_CODES, Sym
 from kcm.model.states import PartitionState as P
+from kcm.properties import catalogue
 
 
 class Invariant(NamedTuple):
@@ -104,44 +105,10 @@ def proved_ids() -> frozenset[str]:
     return frozenset(n for inv in INVARIANTS for n in (inv.name, *(c for c, _ in (*inv.state, *inv.step))))
 
 
-_ONE_PARTITION = "the encoding holds one partition and no topic, so nothing is created, deleted or compared across"
-_NO_REQUESTS = "the encoding keeps no requests or ZooKeeper writes of a step, only their effect on the state"
-_ONE_COPY = "the encoding keeps one copy of what the controller caches from ZooKeeper and of broker liveness"
-_NO_DATA_PLANE = "the encoding has no logs (the data plane is not encoded)"
-_NOT_SAFETY = "not a safety invariant: a reachability goal or a liveness property, judged by the explorers"
-# Every catalogue id the induction does not prove, with the reason; tests/test_catalogue_induction.py holds this
-# list and proved_ids() to the catalogue.
-NOT_PROVED: dict[str, str] = {
-    "ElectedLeaderRecorded": "the encoding writes the ghost `elected` with the znode in the same step, so it holds "
-                             "by construction (the lemma BelievedLeadersWereElected states what brokers act on "
-                             "instead)",
-    "OneLeaderPerEpoch": "the encoding's ghost `elected` is an array indexed by leader epoch, one leader per epoch "
-                         "by construction; what brokers believe is proved instead (OneLiveLeaderPerEpoch)",
-    "LeaderEpochMonotone": "an election writes the next leader epoch by construction (the seeded bug switch "
-                           "bump_epoch_on_election=False breaks OneLiveLeaderPerEpoch instead)",
-    "EpochFencing": _NO_REQUESTS + " (what it guards, live brokers never going back, is part of "
-                                   "ControllerEpochMonotone's step formula)",
-    "ZkEpochFencing": _NO_REQUESTS,
-    "CleanElection": _NO_REQUESTS,
-    "ControllerActive": _NO_REQUESTS,
-    "ReassignmentEndsComplete": _NO_REQUESTS,
-    "DeletionStatesOnlyWhileDeleting": _ONE_PARTITION,
-    "DeletedTopicsLeaveNothing": _ONE_PARTITION,
-    "DeletionProgress": _ONE_PARTITION,
-    "ReassignmentsTracked": _ONE_COPY,
-    "ControllerCacheMatchesZk": _ONE_COPY,
-    "LivenessView": _ONE_COPY,
-    "ReplicasFollowZk": _ONE_COPY,
-    "AckedRecordsSurvive": _NO_DATA_PLANE,
-    "ConsumedRecordsSurvive": _NO_DATA_PLANE,
-    "LogsAgreeBelowHw": _NO_DATA_PLANE,
-    "LeaderHwMonotone": _NO_DATA_PLANE,
-    "IsrJoinsReachEpochStart": _NO_DATA_PLANE,
-    **dict.fromkeys(("SomeLeaderMoved", "SomePartitionOffline", "SomeControllerFailover", "SomeReassignmentCompletes",
-                     "SomeTopicDeletionCompletes", "SomeStaleRequestRefused", "SomeRecordAcked", "SomeRecordConsumed",
-                     "ReassignmentsFinish", "DeletionsFinish", "ProducesResolve", "ReplicasLearnLeaders"),
-                    _NOT_SAFETY),
-}
+# Every catalogue id the induction does not prove, with the reason: declared on each property
+# (`@rule(..., induction=...)`, or its kind); tests/test_catalogue_induction.py holds it and proved_ids() to the
+# catalogue.
+NOT_PROVED: dict[str, str] = catalogue.not_judged("induction")
 
 
 def invariant(name: str) -> Invariant:
