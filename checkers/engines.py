@@ -8,10 +8,11 @@
 | `walks` | seeded random walks in this process (`checkers/walk.py`) |
 | `spark-walks` | the same walks as Spark tasks (`checkers/spark_walk.py`) |
 
-The breadth-first engines share one level loop (`checkers/level_loop.py`; Spark's keeps its visited set in the
-JVM, `spark_bfs`), so each gives the same counts, verdicts and counterexamples and resumes any other's
-checkpoint. A failure the user can act on (Spark missing or not starting, a bad master, a failed job) is an
-`EngineError` whose message is one line; the engines import their own dependencies (NumPy, pyspark) only when run.
+All three breadth-first engines run the one level loop (`checkers/level_loop.py`), each supplying how a level is
+expanded and where its visited set lives (this process, owner processes, or Spark's JVM), so each gives the same
+counts, verdicts and counterexamples and resumes any other's checkpoint. A failure the user can act on (Spark
+missing or not starting, a bad master, a failed job) is an `EngineError` whose message is one line; the engines
+import their own dependencies (NumPy, pyspark) only when run.
 """
 
 from __future__ import annotations
