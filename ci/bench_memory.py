@@ -9,7 +9,15 @@ counted once, since states share their unchanged parts), and encoded (`checkers/
 bytes). `--spill N` runs the frontier spilled past N states beside the run without (the same states and levels are
 checked to match).
 
+`--workers N` runs `kcm explore --workers N`'s engine (`workers.explore`) twice, each worker's share and candidates
+kept as lists of states and then encoded past the spill threshold (`checkers/workers.py`), and prints each run's
+peak of the resident sets of all its processes summed (sampled every 0.1 s by this process) and the ratio.
+`--resume FILE` rebuilds a checkpoint's frontier (`level_loop.resume_frontier`) twice, its levels replayed as
+lists of states and then into Frontiers, and prints each one's peak resident set and the ratio.
+
     python ci/bench_memory.py [--config large] [--max-states 600000] [--spill 50000] [--deep]
+    python ci/bench_memory.py --config large --max-states 300000 --workers 2
+    python ci/bench_memory.py --config large --resume FILE
 """
 
 from __future__ import annotations
@@ -17,12 +25,13 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import subprocess
 import sys
 import time
 from typing import Any
 
-from kcm.checkers import bfs
+from kcm.checkers import bfs, frontier, workers
 from kcm.checkers.bounded import BoundedSystem, load_config
 from kcm.checkers.collector import no_collections
 
@@ -88,6 +97,100 @@ def child(config: str, max_states: int, spill: int | None, deep: bool) -> dict[s
     return out
 
 
+def tree_rss(pid: int) -> int:
+    """The resident bytes of a process and all its descendants, summed (0 for those gone meanwhile)."""
+    total = 0
+    stack = [pid]
+    while stack:
+        one = stack.pop()
+        try:
+            with open(f"/proc/{one}/status") as f:
+                total += next((int(line.split()[1]) * 1024 for line in f if line.startswith("VmRSS:")), 0)
+            for task in os.listdir(f"/proc/{one}/task"):
+                with open(f"/proc/{one}/task/{task}/children") as f:
+                    stack.extend(int(c) for c in f.read().split())
+        except (OSError, ValueError):
+            continue
+    return total
+
+
+def sampled(cmd: list[str]) -> tuple[dict[str, Any], int]:
+    """Run a measured child; its JSON line and the peak of its process tree's summed resident set."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    peak = 0
+    while proc.poll() is None:
+        peak = max(peak, tree_rss(proc.pid))
+        time.sleep(0.1)
+    out, err = proc.communicate()
+    if proc.returncode:
+        sys.exit(f"bench_memory: the run failed: {err.strip()[-500:]}")
+    return json.loads(out), peak
+
+
+def workers_child(config: str, max_states: int, count: int, spill: bool) -> dict[str, Any]:
+    """One run of the owner processes in this process and its workers."""
+    model = BoundedSystem(load_config(config))
+    start = time.perf_counter()
+    found = workers.explore(model, count, max_states, spill=frontier.SPILL if spill else None)
+    return {"distinct_states": found.distinct_states, "depth": found.depth, "transitions": found.transitions,
+            "levels": [n for n, _ in found.levels], "seconds": round(time.perf_counter() - start, 1)}
+
+
+def resume_child(config: str, path: str, spill: bool) -> dict[str, Any]:
+    """One rebuild of a checkpoint's frontier in this process; its peak resident set over the baseline."""
+    from kcm.checkers import checkpoint
+    from kcm.checkers.level_loop import resume_frontier
+
+    model = BoundedSystem(load_config(config))
+    snapshot = checkpoint.load(path, checkpoint.config_identity(model.cfg))
+    if not spill:
+        frontier.SPILL = 1 << 62  # every level replayed as a list of states
+    gc.collect()
+    base = status("VmRSS")
+    start = time.perf_counter()
+    with no_collections():
+        visited, fps, states = resume_frontier(model, snapshot)
+    return {"visited": len(visited), "frontier": len(fps), "kind": type(states).__name__, "baseline_rss": base,
+            "peak_rss": status("VmHWM"), "seconds": round(time.perf_counter() - start, 1)}
+
+
+def compare(args: argparse.Namespace) -> int:
+    """The --workers and --resume measurements: each run with and without the compact levels, and the ratio."""
+    mib = 1 << 20
+    runs = []
+    for spill in (False, True):
+        if args.resume:
+            cmd = [sys.executable, __file__, "--child", "--config", args.config, "--resume", args.resume]
+        else:
+            cmd = [sys.executable, __file__, "--child", "--config", args.config, "--max-states",
+                   str(args.max_states), "--workers", str(args.workers)]
+        run, peak = sampled(cmd + (["--spill", "1"] if spill else []))
+        runs.append((run, peak))
+        how = "into Frontiers" if spill else "as lists of states"
+        if args.resume:
+            grown = (run["peak_rss"] - run["baseline_rss"]) / max(1, run["frontier"])
+            print(f"resume of {args.resume} ({run['visited']:,} visited, frontier {run['frontier']:,}), levels "
+                  f"replayed {how}: {run['seconds']} s; resident {run['baseline_rss'] / mib:,.0f} MiB before, peak "
+                  f"{run['peak_rss'] / mib:,.0f} MiB ({grown:,.0f} bytes a frontier state over the baseline)",
+                  flush=True)
+        else:
+            kept = f"encoded past {frontier.SPILL // args.workers:,} states a worker" if spill else "as lists"
+            print(f"{args.config} up to {args.max_states:,} states, --workers {args.workers}, shares {kept}: "
+                  f"{run['distinct_states']:,} states, depth {run['depth']}, {run['seconds']} s; peak of all "
+                  f"processes' resident sets summed {peak / mib:,.0f} MiB "
+                  f"({peak / max(1, run['distinct_states']):,.0f} bytes a state)", flush=True)
+    (before, peak0), (after, peak1) = runs
+    if args.resume:
+        grown = [r["peak_rss"] - r["baseline_rss"] for r, _ in runs]
+        print(f"same frontier: {before['frontier'] == after['frontier']}; peak "
+              f"{after['peak_rss'] / before['peak_rss']:.2f}x, growth over the baseline "
+              f"{grown[1] / max(1, grown[0]):.2f}x")
+    else:
+        same = all(before[k] == after[k] for k in ("distinct_states", "depth", "transitions", "levels"))
+        print(f"same states, transitions, depth and levels: {same}; summed peak {peak1 / max(1, peak0):.2f}x")
+    return 0
+
+
 def main() -> int:
     """Run the measured processes and print their figures."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -95,11 +198,20 @@ def main() -> int:
     ap.add_argument("--max-states", type=int, default=600_000)
     ap.add_argument("--spill", type=int, help="also run with the frontier spilled past this many states")
     ap.add_argument("--deep", action="store_true", help="count the last frontier's Python objects (slow)")
+    ap.add_argument("--workers", type=int, help="measure the owner processes (all processes summed) instead")
+    ap.add_argument("--resume", metavar="FILE", help="measure the rebuild of this checkpoint's frontier instead")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        print(json.dumps(child(args.config, args.max_states, args.spill, args.deep)))
+        if args.resume:
+            print(json.dumps(resume_child(args.config, args.resume, args.spill is not None)))
+        elif args.workers:
+            print(json.dumps(workers_child(args.config, args.max_states, args.workers, args.spill is not None)))
+        else:
+            print(json.dumps(child(args.config, args.max_states, args.spill, args.deep)))
         return 0
+    if args.workers or args.resume:
+        return compare(args)
     runs = []
     for spill in [None] + ([args.spill] if args.spill is not None else []):
         cmd = [sys.executable, __file__, "--child", "--config", args.config, "--max-states", str(args.max_states)]
