@@ -41,7 +41,9 @@ def test_the_registry_runs_the_engines_the_modules_run():
 
 def test_a_spark_that_does_not_start_is_one_engine_error(monkeypatch):
     pytest.importorskip("pyspark")
-    from kcm.checkers import spark_session
+    # The engine's modules are imported before the patch: one first imported under it would keep `refuse` as its
+    # own `spark_session` for the rest of the session (conftest's Spark fixture starts its session through one).
+    from kcm.checkers import spark_bfs, spark_session, spark_walk  # noqa: F401
 
     def refuse(*args, **kwargs):
         raise OSError("Java gateway process exited before sending its port number")
