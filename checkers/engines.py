@@ -2,13 +2,13 @@
 
 | name | what runs |
 |---|---|
-| `local` | breadth-first search in this process (`checkers/bfs.py`) |
-| `workers` | breadth-first search in owner processes (`checkers/workers.py`, `--workers N`) |
-| `spark` | breadth-first search on Spark (`checkers/spark_bfs.py`), the session started and stopped here |
-| `walks` | seeded random walks in this process (`checkers/walk.py`) |
-| `spark-walks` | the same walks as Spark tasks (`checkers/spark_walk.py`) |
+| `local` | breadth-first search in this process (`checkers/explore/bfs.py`) |
+| `workers` | breadth-first search in owner processes (`checkers/explore/workers.py`, `--workers N`) |
+| `spark` | breadth-first search on Spark (`checkers/spark/bfs.py`), the session started and stopped here |
+| `walks` | seeded random walks in this process (`checkers/explore/walk.py`) |
+| `spark-walks` | the same walks as Spark tasks (`checkers/spark/walk.py`) |
 
-All three breadth-first engines run the one level loop (`checkers/level_loop.py`), each supplying how a level is
+All three breadth-first engines run the one level loop (`checkers/explore/level_loop.py`), each supplying how a level is
 expanded and where its visited set lives (this process, owner processes, or Spark's JVM), so each gives the same
 counts, verdicts and counterexamples and resumes any other's checkpoint. A failure the user can act on (Spark
 missing or not starting, a bad master, a failed job) is an `EngineError` whose message is one line; the engines
@@ -69,7 +69,7 @@ class Local:
 
     def explore(self, model: Any, options: Options) -> Any:
         """`bfs.explore` under `options`."""
-        from kcm.checkers import bfs
+        from kcm.checkers.explore import bfs
 
         with _searching(options):
             return bfs.explore(model, options.max_states, options.progress, options.checkpoint, options.resume,
@@ -81,7 +81,7 @@ class Workers:
 
     def explore(self, model: Any, options: Options) -> Any:
         """`workers.explore` under `options`."""
-        from kcm.checkers import workers
+        from kcm.checkers.explore import workers
 
         with _searching(options):
             return workers.explore(model, options.workers, options.max_states, options.progress, options.checkpoint,
@@ -94,7 +94,7 @@ class Walks:
 
     def explore(self, model: Any, options: Options) -> Any:
         """`walk.walk` under `options`."""
-        from kcm.checkers import walk
+        from kcm.checkers.explore import walk
 
         return walk.walk(model, options.walks, options.depth, options.seed, progress=options.walk_progress)
 
@@ -107,11 +107,13 @@ class Spark:
 
     def explore(self, model: Any, options: Options) -> Any:
         """Start the session, run the walks or the breadth-first search on it, stop the session."""
-        from kcm.checkers.checkpoint import BadCheckpoint
+        from kcm.checkers.explore.checkpoint import BadCheckpoint
 
         try:
-            from kcm.checkers import spark_bfs, spark_walk, stopping
-            from kcm.checkers.spark_session import BadMaster, check_conf, spark_session
+            from kcm.checkers.explore import stopping
+            from kcm.checkers.spark import bfs as spark_bfs
+            from kcm.checkers.spark import walk as spark_walk
+            from kcm.checkers.spark.session import BadMaster, check_conf, spark_session
             from py4j.protocol import Py4JError
             from pyspark.errors import PySparkException
         except ImportError as err:

@@ -1,7 +1,7 @@
 """Audit of the reachability goals of every shipped config: where a complete run first reaches each goal.
 
 For each config (all of `specs/configs/` and `specs/configs/bugs/` by default, `large` only when named, as it
-is millions of states whole), explores its space judging only its goals (`checkers/goals.py`: up to the level
+is millions of states whole), explores its space judging only its goals (`checkers/explore/goals.py`: up to the level
 where the last goal is first reached, or whole while a goal is not reached; `--whole`: always whole) and prints
 one table: states, depth and seconds of the run, then each goal and the depth where it is first reached, or
 "never reached" with the reason the config states in `unreached_goals`. Exit 1 if a config leaves a goal
@@ -17,7 +17,7 @@ import argparse
 import json
 import sys
 
-from kcm.checkers import goals
+from kcm.checkers.explore import goals
 
 # Left out unless named: `large` is millions of states whole (estimated 6.8 million: docs/exploration.md).
 TOO_LARGE = ("large",)

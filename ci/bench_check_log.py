@@ -21,7 +21,7 @@ import sys
 import tempfile
 import time
 
-from kcm.checkers.log_rules import check_file
+from kcm.checkers.oracle.log_rules import check_file
 
 SUFFIX = " (state.change.logger)\n"
 BROKERS = (1, 2, 3, 4, 5, 6)

@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from kcm.checkers.gate import library_dir
+from kcm.checkers.gate.gate import library_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 TRIVIAL = "import sys\nsys.stdin.read()\nprint('{\"type\": \"broker_up\", \"broker\": 0}')\n"

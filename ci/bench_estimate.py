@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kcm.checkers import estimate
+from kcm.checkers.explore import estimate
 
 CONFIGS = Path(__file__).resolve().parent.parent / "specs" / "configs"
 # `large`'s level sizes from a whole run before the data plane joined it (level 0: the initial state), for the

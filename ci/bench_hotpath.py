@@ -15,9 +15,9 @@ import sys
 import time
 from typing import Any
 
-from kcm.checkers.bfs import explore
-from kcm.checkers.bounded import BadConfig, BoundedSystem, load_config
-from kcm.checkers.verdicts import state_checks, step_checks, successors
+from kcm.checkers.core.bounded import BadConfig, BoundedSystem, load_config
+from kcm.checkers.explore.bfs import explore
+from kcm.checkers.explore.verdicts import state_checks, step_checks, successors
 from kcm.model.canonical import relative_zk_versions
 from kcm.model.errors import KcmError
 from kcm.model.fingerprint import fingerprint

@@ -16,8 +16,8 @@ import time
 from importlib import resources
 from pathlib import Path
 
-from kcm.checkers.live import LiveError, run_live
-from kcm.checkers.scenario import parse_text, run
+from kcm.checkers.core.scenario import parse_text, run
+from kcm.checkers.live.live import LiveError, run_live
 
 
 def main() -> int:

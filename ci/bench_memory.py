@@ -5,12 +5,12 @@ CONFIG up to MAX_STATES (the search stops after the level that reaches it), read
 (VmRSS) at every level boundary and its peak (VmHWM) at the end. Printed per run: distinct states, seconds, the
 resident set before the search, the peak, the peak over the baseline per state, the visited set's bytes per state
 (its arrays), and the frontier's: as Python objects (every object reachable from the last level's states, each
-counted once, since states share their unchanged parts), and encoded (`checkers/frontier.py`, the Spark codec's
+counted once, since states share their unchanged parts), and encoded (`checkers/explore/frontier.py`, the Spark codec's
 bytes). `--spill N` runs the frontier spilled past N states beside the run without (the same states and levels are
 checked to match).
 
 `--workers N` runs `kcm explore --workers N`'s engine (`workers.explore`) twice, each worker's share and candidates
-kept as lists of states and then encoded past the spill threshold (`checkers/workers.py`), and prints each run's
+kept as lists of states and then encoded past the spill threshold (`checkers/explore/workers.py`), and prints each run's
 peak of the resident sets of all its processes summed (sampled every 0.1 s by this process) and the ratio.
 `--resume FILE` rebuilds a checkpoint's frontier (`level_loop.resume_frontier`) twice, its levels replayed as
 lists of states and then into Frontiers, and prints each one's peak resident set and the ratio.
@@ -31,9 +31,9 @@ import sys
 import time
 from typing import Any
 
-from kcm.checkers import bfs, frontier, workers
-from kcm.checkers.bounded import BoundedSystem, load_config
-from kcm.checkers.collector import no_collections
+from kcm.checkers.core.bounded import BoundedSystem, load_config
+from kcm.checkers.explore import bfs, frontier, workers
+from kcm.checkers.explore.collector import no_collections
 
 SKIP = (type, type(sys), type(len), type(lambda: 0))  # shared by every state: not the frontier's own memory
 
@@ -138,8 +138,8 @@ def workers_child(config: str, max_states: int, count: int, spill: bool) -> dict
 
 def resume_child(config: str, path: str, spill: bool) -> dict[str, Any]:
     """One rebuild of a checkpoint's frontier in this process; its peak resident set over the baseline."""
-    from kcm.checkers import checkpoint
-    from kcm.checkers.level_loop import resume_frontier
+    from kcm.checkers.explore import checkpoint
+    from kcm.checkers.explore.level_loop import resume_frontier
 
     model = BoundedSystem(load_config(config))
     snapshot = checkpoint.load(path, checkpoint.config_identity(model.cfg))

@@ -1,6 +1,6 @@
 """Benchmark of the reports of `kcm explore`: the plain run against the same run with `--coverage --html`.
 
-The reports are counted during the run itself (`checkers/coverage.py`, `Tally`), so they should cost little: the
+The reports are counted during the run itself (`checkers/explore/coverage.py`, `Tally`), so they should cost little: the
 target is at most 1.2x the plain run. Each run is its own `kcm explore --quiet --json` process; plain and reporting
 runs alternate (`--rounds` of each) so that a changing load on a shared machine falls on both alike. Printed per
 config: each run's wall seconds and CPU seconds (user + system of the process, steadier than wall time on a shared
@@ -48,7 +48,7 @@ def run(args: list[str]) -> tuple[float, float, dict[str, Any]]:
 
 def setup_steps(config: str) -> int:
     """How many scenario steps make the config's initial state (the coverage counts them too)."""
-    from kcm.checkers.bounded import BoundedSystem, load_config
+    from kcm.checkers.core.bounded import BoundedSystem, load_config
 
     return len(BoundedSystem(load_config(config)).scenario([])["steps"])
 

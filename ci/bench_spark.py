@@ -27,12 +27,13 @@ import statistics
 import subprocess
 import sys
 
-HOST_BELOW = 2000  # the engine's default (kcm.checkers.spark_bfs.HOST_BELOW)
+HOST_BELOW = 2000  # the engine's default (kcm.checkers.spark.bfs.HOST_BELOW)
 
 CHILD = r'''
 import json, os, sys, time
-from kcm.checkers import bfs, spark_bfs
-from kcm.checkers.bounded import BoundedSystem, load_config
+from kcm.checkers.explore import bfs
+from kcm.checkers.spark import bfs as spark_bfs
+from kcm.checkers.core.bounded import BoundedSystem, load_config
 config, master, bound = sys.argv[1], sys.argv[2], (int(sys.argv[3]) if sys.argv[3] != "-" else None)
 below = int(sys.argv[4])
 
@@ -90,7 +91,7 @@ def run(config: str, master: str, bound: int | None, below: int = 0) -> dict:
 JOIN = r'''
 import sys, time
 from pyspark.sql import functions as F
-from kcm.checkers import spark_bfs
+from kcm.checkers.spark import bfs as spark_bfs
 master = sys.argv[1]
 spark = spark_bfs.spark_session(master)
 parts = spark.sparkContext.defaultParallelism

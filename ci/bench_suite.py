@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from kcm.checkers.suite import SuiteError, generate_suite
+from kcm.checkers.conformance.suite import SuiteError, generate_suite
 
 TARGET_SECONDS = 60.0
 TARGET_RATIO = 10.0

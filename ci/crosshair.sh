@@ -8,4 +8,4 @@ PY="${PYTHON:-.venv/bin/python}"
 export KCM_PURE=1  # CrossHair executes the Python source symbolically, never the compiled build
 exec "$PY" -m crosshair check --analysis_kind=icontract \
   --max_uninteresting_iterations="${KCM_CROSSHAIR_ITERATIONS:-50}" --per_path_timeout=60 \
-  model/transitions.py checkers/table_contracts.py
+  model/transitions.py checkers/gate/table_contracts.py

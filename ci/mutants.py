@@ -188,7 +188,7 @@ MUTANTS: list[Mutant] = [
 
 def catch_laws(fast: bool) -> str | None:
     """The table laws, checked on every rule set and pair of states."""
-    found = module("kcm.checkers.table_contracts").violations()
+    found = module("kcm.checkers.gate.table_contracts").violations()
     return found[0] if found else None
 
 
@@ -209,7 +209,7 @@ def _hypothesis_once(fast: bool, excluded: set[str]) -> Any:
     api = module("kcm.reference.api")
     from hypothesis import Phase, Verbosity, settings
     from hypothesis.stateful import run_state_machine_as_test
-    from kcm.checkers import hypothesis_machine as hm
+    from kcm.checkers.gate import hypothesis_machine as hm
     from kcm.model.cluster import ClusterConfig
     from kcm.properties.catalogue import CATALOGUE
 
@@ -296,8 +296,8 @@ EXPLORE_CONFIGS = ("tiny", "controller", "mutants")
 
 def catch_explore(fast: bool) -> str | None:
     """`kcm explore`'s local engine on each EXPLORE_CONFIGS config: any property violated catches the mutant."""
-    bfs = module("kcm.checkers.bfs")
-    bounded = module("kcm.checkers.bounded")
+    bfs = module("kcm.checkers.explore.bfs")
+    bounded = module("kcm.checkers.core.bounded")
     for name in EXPLORE_CONFIGS:
         found = bfs.explore(bounded.BoundedSystem(bounded.load_config(name)))
         if found.violations:

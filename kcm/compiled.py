@@ -32,10 +32,13 @@ BUILD = ROOT / "build" / "compiled"
 MANIFEST = BUILD / "manifest.json"
 # Import name -> folder of the checkout (pyproject's package-dir) of every package the build compiles.
 PACKAGES = {"kcm.model": "model", "kcm.reference": "reference", "kcm.properties": "properties",
-            "kcm.checkers": "checkers"}
-# Packages compiled only in part: of checkers/, the explorers' hot path (the level loop, the bounded system, the
-# checks and the visited set); the rest is I/O, Spark, Z3 and test tooling, where compiling gains nothing.
-ONLY = {"kcm.checkers": ("bfs", "bounded", "spark_expand", "spark_worker", "verdicts", "visited")}
+            "kcm.checkers.core": "checkers/core", "kcm.checkers.explore": "checkers/explore",
+            "kcm.checkers.spark": "checkers/spark"}
+# Packages compiled only in part: of checkers/, the explorers' hot path (the level loop, the bounded
+# system, the checks, the visited set, Spark's expansion and codec); the rest is I/O, Spark's driver, Z3
+# and test tooling, where compiling gains nothing.
+ONLY = {"kcm.checkers.core": ("bounded",), "kcm.checkers.explore": ("bfs", "codec", "verdicts", "visited"),
+        "kcm.checkers.spark": ("expand",)}
 # The kcm modules a `.pxd` cimports (`from kcm.model.txn cimport Txn`, `cimport kcm.model.txn`).
 # `from kcm.reference cimport requests` cimports the module kcm.reference.requests: the names after `cimport` count.
 _CIMPORT = re.compile(r"^[ \t]*(?:from[ \t]+(kcm(?:\.\w+)+)[ \t]+cimport\b([\w, \t]*)|cimport[ \t]+(kcm(?:\.\w+)+))",

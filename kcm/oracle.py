@@ -11,9 +11,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from kcm.checkers import oracle_trace
-from kcm.checkers.finding import Finding
-from kcm.checkers.oracle_trace import Verdict
+from kcm.checkers.oracle import oracle_trace
+from kcm.checkers.oracle.finding import Finding
+from kcm.checkers.oracle.oracle_trace import Verdict
 from kcm.model.tables import ORACLE_RULES, rule_set
 
 __all__ = ["ORACLE_RULES", "Finding", "TraceChecker", "Verdict", "assert_valid", "broker_down", "broker_up",

@@ -4,7 +4,7 @@ Each condition names a *settled* state. An EVENTUALLY property holds when no fai
 once faults and admin requests stop, followers keep fetching, the controller's requests keep arriving and
 leaders keep dropping lagging followers (`BoundedSystem.fair`), and then the cluster settles. Kafka itself
 waits, by design, while a broker it needs is down: those states count as settled (the wait is not the
-controller's fault), as the conditions say. `checkers/liveness.py` judges them on the explored graph.
+controller's fault), as the conditions say. `checkers/explore/liveness.py` judges them on the explored graph.
 """
 
 from __future__ import annotations

@@ -58,7 +58,8 @@ def partition_local(*unless: str) -> Callable[[F], F]:
     partition cut down to that partition's entries), and a reachability goal is reached exactly when one
     restriction reaches it; a step predicate judges a step that touches one partition by that partition's part.
     `unless` names config families under which the claim does not hold (a topic-wide rule with deletion on).
-    Partial-order reduction (`checkers/por.py`) relies on it; `tests/test_por.py` checks it on explored states.
+    Partial-order reduction (`checkers/reductions/por.py`) relies on it; `tests/test_por.py` checks it on explored
+    states.
     """
 
     def mark(fn: F) -> F:

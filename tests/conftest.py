@@ -30,7 +30,7 @@ def spark():
     """One local[2] session for a module's in-process Spark tests (its start-up is the slow part)."""
     if shutil.which("java") is None and not os.environ.get("CI"):
         pytest.skip("Spark needs Java")
-    from kcm.checkers import spark_bfs
+    from kcm.checkers.spark import bfs as spark_bfs
 
     session = spark_bfs.spark_session("local[2]")
     yield session

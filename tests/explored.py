@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kcm.checkers.verdicts import indexed_successors
+from kcm.checkers.explore.verdicts import indexed_successors
 
 
 def bfs_states(model: Any, levels: int | None = None) -> list[Any]:

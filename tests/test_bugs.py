@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
-from kcm.checkers.bug_catalogue import VARIANTS, is_switch
-from kcm.checkers.bugs import check_all, check_variant, config_name
+from kcm.checkers.gate.bug_catalogue import VARIANTS, is_switch
+from kcm.checkers.gate.bugs import check_all, check_variant, config_name
 from kcm.model import actions as A
 from kcm.model.cluster import ClusterConfig
 from kcm.model.errors import NoRequestInFlight, NotController, StaleControllerEpoch
@@ -141,8 +141,8 @@ def test_a_fast_bounce_is_handled_as_failure_then_startup():
 
 
 def test_the_fixed_controller_keeps_every_property_with_async_delivery_zombies_and_bounces():
-    from kcm.checkers import bfs
-    from kcm.checkers.bounded import BoundedSystem, load_config
+    from kcm.checkers.core.bounded import BoundedSystem, load_config
+    from kcm.checkers.explore import bfs
 
     model = BoundedSystem(load_config("async"))
     found = bfs.explore(model)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from kcm.checkers import bfs
-from kcm.checkers.bounded import BoundedSystem
+from kcm.checkers.core.bounded import BoundedSystem
+from kcm.checkers.explore import bfs
 from kcm.model.canonical import relative_zk_versions
 from kcm.model.fingerprint import fingerprint
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 import z3
-from kcm.checkers.bounded import BoundedSystem, load_config
+from kcm.checkers.core.bounded import BoundedSystem, load_config
+from kcm.checkers.explore.verdicts import successors
 from kcm.checkers.prove import bounded_bmc
 from kcm.checkers.prove.bounded import BoundedEncoding
 from kcm.checkers.prove.vocabulary import BMC_FIELDS, Sym
-from kcm.checkers.verdicts import successors
 from kcm.properties import catalogue
 
 

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 import z3
-from kcm.checkers.bounded import BoundedSystem, load_config
+from kcm.checkers.core.bounded import BoundedSystem, load_config
+from kcm.checkers.explore.verdicts import successors
 from kcm.checkers.prove.encoding import NONE, PARTITION_CODES, REPLICA_CODES, Encoding, State
 from kcm.checkers.prove.invariants import INVARIANTS, NOT_PROVED, proved_ids
-from kcm.checkers.verdicts import successors
 from kcm.model.actions import Reassign
 from kcm.model.interface import ALWAYS
 from kcm.model.states import PartitionState as P

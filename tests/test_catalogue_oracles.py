@@ -8,8 +8,8 @@ import json
 import re
 from pathlib import Path
 
-from kcm.checkers import log_rules, oracle_trace
-from kcm.checkers.oracle_trace import TRACE_ONLY, check_file, rule_id
+from kcm.checkers.oracle import log_rules, oracle_trace
+from kcm.checkers.oracle.oracle_trace import TRACE_ONLY, check_file, rule_id
 from kcm.model.tables import rule_set
 from kcm.properties import catalogue
 
@@ -64,7 +64,7 @@ def test_every_sample_log_violation_is_named_by_a_judged_id() -> None:
 
 
 def test_every_id_named_in_configs_scenarios_and_variants_is_a_catalogue_id() -> None:
-    from kcm.checkers.bug_catalogue import VARIANTS
+    from kcm.checkers.gate.bug_catalogue import VARIANTS
 
     root = Path(__file__).resolve().parent.parent / "specs"
     named = {n for v in VARIANTS for n in v.breaks}

@@ -15,8 +15,9 @@ from typing import Any
 
 import kcm.properties as package
 import pytest
-from kcm.checkers import bounded, log_rules, oracle_trace
-from kcm.checkers.evidence import witness
+from kcm.checkers.core import bounded
+from kcm.checkers.core.evidence import witness
+from kcm.checkers.oracle import log_rules, oracle_trace
 from kcm.model.interface import ALWAYS, EVENTUALLY, SOMETIMES, SOMETIMES_STEP, STEP, named
 from kcm.properties import catalogue, facts
 from kcm.properties.facts import JUDGES, rule, snake

@@ -8,8 +8,8 @@ import random
 from pathlib import Path
 
 import pytest
-from kcm.checkers import statechange_log as scl
-from kcm.checkers.log_rules import DETECTION_WINDOW, check_file
+from kcm.checkers.oracle import statechange_log as scl
+from kcm.checkers.oracle.log_rules import DETECTION_WINDOW, check_file
 
 from kcm.cli import main
 

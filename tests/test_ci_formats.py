@@ -11,8 +11,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 from junitparser import Failure, JUnitXml
-from kcm.checkers.ci_formats import FAILED, KCM_RULES, Case, github, junit_xml, sarif
-from kcm.checkers.oracle_trace import TRACE_ONLY
+from kcm.checkers.oracle.oracle_trace import TRACE_ONLY
+from kcm.checkers.reports.ci_formats import FAILED, KCM_RULES, Case, github, junit_xml, sarif
 from kcm.properties.catalogue import ids
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -131,7 +131,7 @@ def _three_failing_stages(tmp_path, monkeypatch):
     """A repository (tmp_path, with .git) whose scenarios folder holds a scenario that misses its expectation and
     one whose expect_violation is at the wrong step; the proof made to fail (elections that do not bump the leader
     epoch, on 2 brokers to stay quick); the exploration of the unclean config, which violates AckedRecordsSurvive."""
-    from kcm.checkers import gate
+    from kcm.checkers.gate import gate
     from kcm.checkers.prove import encoding
 
     (tmp_path / ".git").mkdir()
@@ -218,7 +218,7 @@ def test_check_trace_and_check_log_append_markdown_summaries(tmp_path, two_bad):
 
 
 def test_mermaid_text_keeps_its_syntax_out_of_labels():
-    from kcm.checkers.markdown_report import _mermaid_text
+    from kcm.checkers.reports.markdown_report import _mermaid_text
 
     assert _mermaid_text('{"a":1}; x<y #2 `z`\n100%') == '#123;"a":1#125;#59; x#60;y #35;2 #96;z#96; 100#37;'
     assert len(_mermaid_text("x" * 500)) == 120

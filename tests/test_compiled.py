@@ -13,9 +13,9 @@ from kcm import compiled
 
 PROBE = """
 import json, sys
-from kcm.checkers import bfs
+from kcm.checkers.explore import bfs
 from kcm.compiled import compiled_modules
-from kcm.checkers.bounded import BoundedSystem, load_config
+from kcm.checkers.core.bounded import BoundedSystem, load_config
 out = {}
 for name in sys.argv[1:]:
     found = bfs.explore(BoundedSystem(load_config(name)))
@@ -30,11 +30,11 @@ print(json.dumps({"runs": out, "compiled": compiled_modules()}))
 SPARK_PROBE = """
 import json, sys
 import pyarrow as pa
-from kcm.checkers import spark_bfs
-from kcm.checkers.spark_expand import NAMES, order_key, to_long
-from kcm.checkers.spark_worker import CODEC
+from kcm.checkers.spark import bfs as spark_bfs
+from kcm.checkers.spark.expand import NAMES, order_key, to_long
+from kcm.checkers.explore.codec import CODEC
 from kcm.compiled import compiled_modules
-from kcm.checkers.bounded import BoundedSystem, load_config
+from kcm.checkers.core.bounded import BoundedSystem, load_config
 model = BoundedSystem(load_config(sys.argv[1]))
 class Sink:
     value = {}
@@ -78,7 +78,7 @@ def test_the_compiled_build_explores_exactly_as_the_source():
     pure = _probe(True, "tiny", "unclean", "bugs/KAFKA-2729")
     fast = _probe(False, "tiny", "unclean", "bugs/KAFKA-2729")
     assert pure["compiled"] == []
-    assert {"kcm.reference.api", "kcm.model.txn", "kcm.checkers.bfs", "kcm.checkers.bounded",
+    assert {"kcm.reference.api", "kcm.model.txn", "kcm.checkers.explore.bfs", "kcm.checkers.core.bounded",
             "kcm.properties.reads"} <= set(fast["compiled"])
     assert fast["runs"] == pure["runs"]
 
@@ -88,7 +88,7 @@ def test_the_compiled_spark_codec_and_expansion_send_exactly_what_the_source_sen
     pure = _probe(True, "controller", probe=SPARK_PROBE)
     fast = _probe(False, "controller", probe=SPARK_PROBE)
     assert pure["compiled"] == []
-    assert {"kcm.checkers.spark_expand", "kcm.checkers.spark_worker"} <= set(fast["compiled"])
+    assert {"kcm.checkers.spark.expand", "kcm.checkers.explore.codec"} <= set(fast["compiled"])
     assert fast["levels"] == pure["levels"] and fast["summaries"] == pure["summaries"]
     assert all(row[0] == row[4] for level in pure["levels"] for row in level)  # each state decodes to itself
     assert sum(map(len, pure["levels"])) > 1000
@@ -102,9 +102,9 @@ def test_a_module_edited_since_the_build_or_missing_its_binary_loads_from_source
     missing = compiled.CompiledFinder({"kcm.model.txn": {"source": compiled.digest(source),
                                                           "binary": "no-such-binary.so"}})
     assert missing.find_spec("kcm.model.txn") is None
-    assert stale.find_spec("kcm.checkers.bfs") is None  # only the modules the build lists are ever redirected
-    assert compiled.source_of("kcm.checkers.bfs") is not None  # the explorers' hot path is compiled
-    assert compiled.source_of("kcm.checkers.spark_bfs") is None  # the rest of checkers/ is not
+    assert stale.find_spec("kcm.checkers.explore.bfs") is None  # only the modules the build lists are ever redirected
+    assert compiled.source_of("kcm.checkers.explore.bfs") is not None  # the explorers' hot path is compiled
+    assert compiled.source_of("kcm.checkers.spark.bfs") is None  # the rest of checkers/ is not
     assert compiled.source_of("kcm.cli") is None
 
 

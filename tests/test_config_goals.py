@@ -1,6 +1,6 @@
 """Every shipped config reaches the goals it checks, or says why not; a goal never reached is a warning.
 
-The configs audited in seconds are audited here (`checkers/goals.py`); the others, listed in SLOW with their
+The configs audited in seconds are audited here (`checkers/explore/goals.py`); the others, listed in SLOW with their
 measured time, by `python ci/audit_goals.py` (the table in docs/exploration.md).
 """
 
@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kcm.checkers import goals
-from kcm.checkers.bounded import BadConfig, BoundedSystem, load_config
+from kcm.checkers.core.bounded import BadConfig, BoundedSystem, load_config
+from kcm.checkers.explore import goals
 
 from kcm.cli import main
 
@@ -137,6 +137,6 @@ def test_the_first_depth_is_the_shortest_run_to_the_goal() -> None:
 
 
 def _successors(model: Any, state: Any) -> list[tuple[Any, Any, Any]]:
-    from kcm.checkers.verdicts import successors
+    from kcm.checkers.explore.verdicts import successors
 
     return successors(model, state)

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kcm.checkers import conform
-from kcm.checkers.gate import library_dir
+from kcm.checkers.conformance import conform
+from kcm.checkers.gate.gate import library_dir
 
 from kcm.cli import main
 from tests.test_ci_formats import check_sarif
@@ -116,7 +116,7 @@ def test_each_seeded_bug_is_caught_and_shrunk(bug: str, tmp_path: Path, capsys: 
 
 @pytest.fixture(scope="module")
 def conformance_suite(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from kcm.checkers.suite import generate_suite
+    from kcm.checkers.conformance.suite import generate_suite
 
     out = tmp_path_factory.mktemp("conformance-suite")
     generate_suite("suites/conformance", out)

@@ -6,8 +6,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from kcm.checkers import bfs, coverage
-from kcm.checkers.bounded import BoundedSystem, load_config
+from kcm.checkers.core.bounded import BoundedSystem, load_config
+from kcm.checkers.explore import bfs, coverage
 from kcm.model.tables import rule_set
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -115,7 +115,7 @@ def _counts(found):
 
 @pytest.mark.parametrize("config", ["tiny", "unclean"])
 def test_coverage_is_the_same_on_one_process_and_on_workers(config):
-    from kcm.checkers import workers
+    from kcm.checkers.explore import workers
 
     model = BoundedSystem(load_config(config))
     local = bfs.explore(model, coverage=True)
@@ -126,7 +126,7 @@ def test_coverage_is_the_same_on_one_process_and_on_workers(config):
 
 
 def test_coverage_is_the_same_on_spark_executors(spark):
-    from kcm.checkers import spark_bfs
+    from kcm.checkers.spark import bfs as spark_bfs
 
     model = BoundedSystem(load_config("unclean"))
     stop_at = bfs.safety_names(model)
@@ -170,7 +170,7 @@ def test_malformed_coverage_counts_in_a_checkpoint_are_refused_in_one_line(tmp_p
 
 @pytest.mark.parametrize("config", ["unclean", "async"])
 def test_the_counting_expansion_takes_the_steps_every_engine_takes(config):
-    from kcm.checkers.verdicts import indexed_successors
+    from kcm.checkers.explore.verdicts import indexed_successors
 
     from tests.explored import bfs_states
 

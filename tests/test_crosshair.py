@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from kcm.checkers import table_contracts as tc
+from kcm.checkers.gate import table_contracts as tc
 from kcm.model import tables
 from kcm.model.states import PartitionState as P
 from kcm.model.states import ReplicaState as R
@@ -27,7 +27,7 @@ from kcm.model.states import ReplicaState as R
 ROOT = Path(__file__).resolve().parents[1]
 # CrossHair executes Python source symbolically: the model's compiled form (kcm/compiled.py) would hide it.
 PURE = dict(os.environ, KCM_PURE="1")
-TARGETS = ["model/transitions.py", "checkers/table_contracts.py"]
+TARGETS = ["model/transitions.py", "checkers/gate/table_contracts.py"]
 # Iterations without progress before CrossHair stops: the planted move is found from about 30 on (measured), so the
 # planted search runs 100; the sweep of the whole model runs 50 on every condition.
 SWEEP_ITERATIONS = 50
@@ -47,7 +47,7 @@ planted = ("OnlinePartition", "NewPartition")
 tables.RuleSet.allows_partition = lambda self, a, b: (a, b) == planted or original(self, a, b)
 from crosshair.main import main
 sys.argv = ["crosshair", "check", "--analysis_kind=icontract", *sys.argv[1:],
-            "kcm.checkers.table_contracts.partition_move_allowed"]
+            "kcm.checkers.gate.table_contracts.partition_move_allowed"]
 main()
 """
 

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kcm.checkers import bfs
-from kcm.checkers.bounded import BadConfig, BoundedSystem, load_config
-from kcm.checkers.hypothesis_machine import ContractModel
+from kcm.checkers.core.bounded import BadConfig, BoundedSystem, load_config
+from kcm.checkers.explore import bfs
+from kcm.checkers.gate.hypothesis_machine import ContractModel
 from kcm.model import actions as A
 from kcm.model.canonical import relative_zk_versions as canonical_zk_versions
 from kcm.model.cluster import ClusterConfig

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kcm.checkers.verdicts import state_checks, step_checks
+from kcm.checkers.explore.verdicts import state_checks, step_checks
 from kcm.model import actions as A
 from kcm.model.cluster import TRUNCATION_VARIANTS, Cluster, ClusterConfig
 from kcm.model.errors import KcmError

@@ -1,12 +1,13 @@
-"""The engine registry (`checkers/engines.py`) and the one level loop (`checkers/level_loop.py`)."""
+"""The engine registry (`checkers/engines.py`) and the one level loop (`checkers/explore/level_loop.py`)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from kcm.checkers import bfs, engines, level_loop, walk
-from kcm.checkers.bounded import BoundedSystem, load_config
-from kcm.checkers.verdicts import Exploration
+from kcm.checkers import engines
+from kcm.checkers.core.bounded import BoundedSystem, load_config
+from kcm.checkers.explore import bfs, level_loop, walk
+from kcm.checkers.explore.verdicts import Exploration
 
 
 def _key(found) -> tuple:
@@ -43,7 +44,8 @@ def test_a_spark_that_does_not_start_is_one_engine_error(monkeypatch):
     pytest.importorskip("pyspark")
     # The engine's modules are imported before the patch: one first imported under it would keep `refuse` as its
     # own `spark_session` for the rest of the session (conftest's Spark fixture starts its session through one).
-    from kcm.checkers import spark_bfs, spark_session, spark_walk  # noqa: F401
+    from kcm.checkers.spark import bfs as spark_bfs  # noqa: F401
+    from kcm.checkers.spark import session as spark_session
 
     def refuse(*args, **kwargs):
         raise OSError("Java gateway process exited before sending its port number")
@@ -89,7 +91,7 @@ def test_the_loop_keeps_the_books_of_any_engine():
 
 
 def test_a_stop_request_gives_up_the_level_and_halts_the_engine():
-    from kcm.checkers.stopping import StopRequest
+    from kcm.checkers.explore.stopping import StopRequest
 
     model = BoundedSystem(load_config("tiny"))
     stop = StopRequest()

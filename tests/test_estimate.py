@@ -1,12 +1,12 @@
-"""The size estimate (`kcm explore --estimate`, checkers/estimate.py) against real counts."""
+"""The size estimate (`kcm explore --estimate`, checkers/explore/estimate.py) against real counts."""
 
 import json
 import subprocess
 import sys
 
 import pytest
-from kcm.checkers import bfs, estimate
-from kcm.checkers.bounded import BoundedSystem, load_config
+from kcm.checkers.core.bounded import BoundedSystem, load_config
+from kcm.checkers.explore import bfs, estimate
 
 # `large`'s level sizes (level 0: the initial state) from a whole run before the data plane joined it: 9,082,524
 # states, depth 17.

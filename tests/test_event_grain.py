@@ -6,8 +6,8 @@ import copy
 from pathlib import Path
 
 import pytest
-from kcm.checkers.bounded import BoundedSystem, load_config
-from kcm.checkers.scenario import parse_text, run
+from kcm.checkers.core.bounded import BoundedSystem, load_config
+from kcm.checkers.core.scenario import parse_text, run
 from kcm.model import actions as A
 from kcm.model.cluster import ClusterConfig
 from kcm.model.effects import Effects

@@ -6,8 +6,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from kcm.checkers import bfs, evidence, walk
-from kcm.checkers.bounded import BoundedSystem, load_config
+from kcm.checkers.core import evidence
+from kcm.checkers.core.bounded import BoundedSystem, load_config
+from kcm.checkers.explore import bfs, walk
 
 ROOT = Path(__file__).resolve().parent.parent
 

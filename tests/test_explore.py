@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from kcm.checkers import bfs, level_loop
-from kcm.checkers.bounded import BadConfig, BoundedSystem, load_config
-from kcm.checkers.scenario import parse_text, run
+from kcm.checkers.core.bounded import BadConfig, BoundedSystem, load_config
+from kcm.checkers.core.scenario import parse_text, run
+from kcm.checkers.explore import bfs, level_loop
 from kcm.model.actions import Consume, PreferredElection, Reassign
 from kcm.model.errors import KcmError
 from kcm.reference import api
@@ -134,7 +134,7 @@ def test_a_successor_stopped_at_a_bound_is_one_the_boundary_drops(name):
 
 
 def test_compact_visited_set_rebuilds_every_state_by_replay():
-    from kcm.checkers.visited import replay
+    from kcm.checkers.explore.visited import replay
 
     model = BoundedSystem(load_config("tiny"))
     found = bfs.explore(model)

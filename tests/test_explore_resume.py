@@ -14,8 +14,8 @@ import time
 
 import numpy as np
 import pytest
-from kcm.checkers import bfs, checkpoint
-from kcm.checkers.bounded import BoundedSystem, load_config
+from kcm.checkers.core.bounded import BoundedSystem, load_config
+from kcm.checkers.explore import bfs, checkpoint
 
 from kcm.cli import main
 

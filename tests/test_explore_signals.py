@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from kcm.checkers import stopping
+from kcm.checkers.explore import stopping
 
 from kcm import compiled
 from kcm.cli import main
@@ -215,8 +215,9 @@ def test_a_stopped_spark_run_cancels_its_level_writes_its_checkpoint_and_resumes
                                                                                           monkeypatch):
     import threading
 
-    from kcm.checkers import bfs, checkpoint, spark_bfs
-    from kcm.checkers.bounded import BoundedSystem, load_config
+    from kcm.checkers.core.bounded import BoundedSystem, load_config
+    from kcm.checkers.explore import bfs, checkpoint
+    from kcm.checkers.spark import bfs as spark_bfs
 
     model = BoundedSystem(load_config("unclean"))
     whole = bfs.explore(model)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from kcm.checkers import bfs
-from kcm.checkers.bounded import BoundedSystem, load_config
+from kcm.checkers.core.bounded import BoundedSystem, load_config
+from kcm.checkers.explore import bfs
 
 from kcm.cli import main
 

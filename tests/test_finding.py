@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from kcm.checkers import conform, finding, log_rules, oracle_trace
+from kcm.checkers.conformance import conform
+from kcm.checkers.oracle import finding, log_rules, oracle_trace
 
 from kcm.cli import main
 

@@ -121,7 +121,7 @@ def _fields(record, path=()):
 def test_equal_values_of_a_field_have_the_same_types_in_explored_states():
     # What the memos by value rely on (the part fingerprints here, the Spark codec's bytes of a field): a field
     # never holds 1 in one state and True in another, so equal values pickle alike wherever they were met.
-    from kcm.checkers.bounded import BoundedSystem, load_config
+    from kcm.checkers.core.bounded import BoundedSystem, load_config
 
     for config in ("controller", "default", "unclean", "async", "tla-kip320"):
         shapes: dict[tuple, dict] = {}

@@ -6,7 +6,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-from kcm.checkers.level_loop import eta as _eta
+from kcm.checkers.explore.level_loop import eta as _eta
 
 ROOT = Path(__file__).resolve().parent.parent
 # The optional engines' modules made unimportable, as in a core install (`pip install kcm-kafka`).

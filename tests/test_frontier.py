@@ -1,9 +1,9 @@
-"""The compact, spilled frontier (checkers/frontier.py): the same search with the levels encoded and on disk."""
+"""The compact, spilled frontier (checkers/explore/frontier.py): the same search with the levels encoded and on disk."""
 
 import numpy as np
-from kcm.checkers import bfs, frontier
-from kcm.checkers.bounded import BoundedSystem, load_config
-from kcm.checkers.spark_worker import StateCodec
+from kcm.checkers.core.bounded import BoundedSystem, load_config
+from kcm.checkers.explore import bfs, frontier
+from kcm.checkers.explore.codec import StateCodec
 
 
 def level_of(config, size):
@@ -62,7 +62,7 @@ def test_a_violation_found_with_the_frontier_spilled_has_the_same_counterexample
 
 
 def test_levels_replayed_into_frontiers_are_the_levels_replayed_as_lists(monkeypatch):
-    from kcm.checkers.visited import replay_levels
+    from kcm.checkers.explore.visited import replay_levels
 
     monkeypatch.setattr(frontier, "CHUNK", 16)
     model = BoundedSystem(load_config("unclean"))

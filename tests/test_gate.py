@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from kcm.checkers.gate import (
+from kcm.checkers.gate.gate import (
     FAILED,
     PASSED,
     SKIPPED,
@@ -159,7 +159,7 @@ def test_only_and_skip_choose_stages_and_unknown_ones_are_input_errors(tmp_path)
 
 
 def test_the_self_proof_is_cached_by_model_hash(tmp_path, monkeypatch):
-    from kcm.checkers import gate
+    from kcm.checkers.gate import gate
 
     monkeypatch.setenv("KCM_CACHE_DIR", str(tmp_path))
     first = prove_stage(brokers=2, cache=True)

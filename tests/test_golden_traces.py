@@ -4,9 +4,9 @@ import json
 from pathlib import Path
 
 import pytest
-from kcm.checkers.oracle_inputs import scenario_trace
-from kcm.checkers.oracle_trace import JUDGED
-from kcm.checkers.scenario import read_file
+from kcm.checkers.core.scenario import read_file
+from kcm.checkers.oracle.oracle_inputs import scenario_trace
+from kcm.checkers.oracle.oracle_trace import JUDGED
 
 from kcm.cli import main
 from kcm.oracle import check_events, check_trace_file

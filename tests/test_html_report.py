@@ -9,8 +9,9 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from kcm.checkers import bfs, coverage, html_report
-from kcm.checkers.bounded import BoundedSystem, load_config
+from kcm.checkers.core.bounded import BoundedSystem, load_config
+from kcm.checkers.explore import bfs, coverage
+from kcm.checkers.reports import html_report
 
 VOID = {"meta", "br", "hr", "img", "input", "link", "path", "line", "rect"}
 

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import run_state_machine_as_test
-from kcm.checkers import hypothesis_machine as hm
+from kcm.checkers.gate import hypothesis_machine as hm
 from kcm.model.actions import CONTRACT_OPS, BrokerFail, BrokerStart, CreateTopic, from_step
 from kcm.model.cluster import ClusterConfig
 from kcm.model.effects import Effects

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 from hypothesis.stateful import run_state_machine_as_test
-from kcm.checkers import hypothesis_machine as hm
+from kcm.checkers.gate import hypothesis_machine as hm
 from kcm.model.cluster import ClusterConfig
 from kcm.properties.catalogue import CATALOGUE
 

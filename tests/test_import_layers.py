@@ -19,7 +19,7 @@ import re
 import tokenize
 from pathlib import Path
 
-from kcm.checkers.liveness import sccs
+from kcm.checkers.explore.liveness import sccs
 
 ROOT = Path(__file__).resolve().parent.parent
 # Each layer's import path and source directory, lowest first; a module may import only its own layer or lower.
@@ -92,7 +92,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return sorted(sorted(c) for c in sccs(nodes, succ) if len(c) > 1)
 
 
-# A kcm module named in text (`kcm.checkers.bugs`), or a source path (`reference/truncation.py`, `checkers/`).
+# A kcm module named in text (`kcm.checkers.gate.bugs`), or a source path (`reference/truncation.py`, `checkers/`).
 _DOTTED = re.compile(r"\bkcm(?:\.\w+)+")
 _PATH = re.compile(r"(?<![\w./-])(" + "|".join(re.escape(d) for _p, d in LAYERS) + r")/(?=[\w*])")
 DATA_PACKAGES = ("kcm.specs",)  # shipped data read through importlib.resources: no layer
@@ -131,12 +131,12 @@ def test_the_model_and_the_reference_name_no_upper_layer() -> None:
 
 
 def test_the_name_check_sees_a_module_and_a_path_in_strings_and_comments() -> None:
-    texts = [(1, '"""Read by `kcm.checkers.bugs`."""'), (2, "# see reference/truncation.py"),
+    texts = [(1, '"""Read by `kcm.checkers.gate.bugs`."""'), (2, "# see reference/truncation.py"),
              (3, '"kcm.model.fmap"'), (4, "# ships in kcm.specs"), (5, '"model/txn.py"')]
     model_rank = 0
     assert upper_names(ROOT / "model" / "fmap.py", model_rank, texts) == [
-        (1, "kcm.checkers.bugs"), (2, "reference/")]
-    assert upper_names(ROOT / "model" / "fmap.py", 1, texts) == [(1, "kcm.checkers.bugs")]
+        (1, "kcm.checkers.gate.bugs"), (2, "reference/")]
+    assert upper_names(ROOT / "model" / "fmap.py", 1, texts) == [(1, "kcm.checkers.gate.bugs")]
     assert upper_names(ROOT / "model" / "txn.py", model_rank) == []
 
 
@@ -152,7 +152,7 @@ def test_no_import_cycle() -> None:
 
 def test_the_checks_see_an_upward_edge_and_a_cycle() -> None:
     graph = import_graph()
-    assert graph["kcm.checkers.bfs"]  # the graph is read at all
+    assert graph["kcm.checkers.explore.bfs"]  # the graph is read at all
     bad = {**graph, "kcm.model.cluster": graph["kcm.model.cluster"] | {"kcm.reference.api"},
            "kcm.reference.api": graph["kcm.reference.api"] | {"kcm.reference.result"},
            "kcm.reference.result": graph["kcm.reference.result"] | {"kcm.reference.api"}}

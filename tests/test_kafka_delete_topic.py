@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 import pytest
-from kcm.checkers.scenario import cluster_config, parse_text
+from kcm.checkers.core.scenario import cluster_config, parse_text
 from kcm.model.actions import BrokerFail, BrokerStart, ControllerResign, CreateTopic, DeleteTopic, from_step
 from kcm.model.cluster import ClusterConfig
 from kcm.model.errors import KcmError, UnknownTopicOrPartition

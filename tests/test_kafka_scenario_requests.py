@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from kcm.checkers.scenario import parse_text, run
+from kcm.checkers.core.scenario import parse_text, run
 
 KAFKA_SCENARIOS = Path(__file__).resolve().parent.parent / "specs" / "scenarios" / "kafka"
 

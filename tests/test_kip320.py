@@ -14,10 +14,10 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from kcm.checkers import bfs
-from kcm.checkers.bounded import BoundedSystem
-from kcm.checkers.scenario import cluster_config, parse_text, run
-from kcm.checkers.verdicts import Exploration, state_checks, step_checks
+from kcm.checkers.core.bounded import BoundedSystem
+from kcm.checkers.core.scenario import cluster_config, parse_text, run
+from kcm.checkers.explore import bfs
+from kcm.checkers.explore.verdicts import Exploration, state_checks, step_checks
 from kcm.model import actions as A
 from kcm.model.cluster import TRUNCATION_VARIANTS, Cluster
 from kcm.model.errors import KcmError

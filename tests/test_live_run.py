@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kcm.checkers import live
-from kcm.checkers.scenario import parse_text, run
-from kcm.checkers.zk_server import LiveError, Session
+from kcm.checkers.core.scenario import parse_text, run
+from kcm.checkers.live import live
+from kcm.checkers.live.zk_server import LiveError, Session
 
 from kcm.cli import main as cli_main
 from tests.live_server import zookeeper_address

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from kcm.checkers.zk_server import Server, Session
+from kcm.checkers.live.zk_server import Server, Session
 from kcm.model import zookeeper as zkm
 
 from tests.live_server import zookeeper_address

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
-from kcm.checkers import bfs, liveness
-from kcm.checkers.bounded import BadConfig, BoundedSystem, load_config
+from kcm.checkers.core.bounded import BadConfig, BoundedSystem, load_config
+from kcm.checkers.explore import bfs, liveness
 from kcm.model import actions as A
 from kcm.model.interface import EVENTUALLY, ModelBase, named
 

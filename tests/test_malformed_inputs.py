@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from kcm.checkers import bounded
+from kcm.checkers.core import bounded
 from kcm.model import strictjson
 from kcm.model.cluster import DELIVERY_MODES, TRUNCATION_VARIANTS
 from kcm.model.tables import RULE_SETS
@@ -172,7 +172,7 @@ def test_the_shipped_valid_traces_stay_valid(capsys):
 
 
 def test_the_python_api_refuses_float_fields_too():
-    from kcm.checkers.oracle_trace import check_events
+    from kcm.checkers.oracle.oracle_trace import check_events
     from kcm.model.tables import rule_set
 
     events = [json.loads(line) for line in TRACE_LINES]

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from kcm.checkers import bfs
-from kcm.checkers.liveness import build_graph
+from kcm.checkers.explore import bfs
+from kcm.checkers.explore.liveness import build_graph
 from kcm.model.effects import Effects
 from kcm.model.errors import KcmError
 from kcm.model.interface import ALWAYS, NEXT, REFUSED, UNCHANGED, ModelBase, named

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from kcm.checkers.oracle_trace import check_file, rule_id
+from kcm.checkers.oracle.oracle_trace import check_file, rule_id
 from kcm.model.tables import rule_set
 
 TRACES = Path(__file__).resolve().parent.parent / "specs" / "traces"

@@ -3,7 +3,7 @@
 import json
 
 import pytest
-from kcm.checkers.oracle_trace import check_lines, schema_error
+from kcm.checkers.oracle.oracle_trace import check_lines, schema_error
 from kcm.model.tables import rule_set
 
 RULES = rule_set("seeds")
@@ -186,7 +186,7 @@ def test_the_fast_schema_check_agrees_with_jsonschema():
     from pathlib import Path
 
     import jsonschema
-    from kcm.checkers.oracle_trace import _fast_check, _validator
+    from kcm.checkers.oracle.oracle_trace import _fast_check, _validator
 
     traces = Path(__file__).resolve().parent.parent / "specs" / "traces"
     events = [json.loads(line) for p in sorted(traces.glob("valid_*.jsonl")) for line in p.read_text().splitlines()

@@ -3,7 +3,7 @@
 import json
 
 import pytest
-from kcm.checkers.oracle_trace import _NEEDS, JUDGED, TRACE_ONLY
+from kcm.checkers.oracle.oracle_trace import _NEEDS, JUDGED, TRACE_ONLY
 
 from kcm import oracle
 from kcm.cli import main

@@ -2,7 +2,7 @@
 
 For states reached by exploring a bounded configuration (the `controller` config, and bug configs whose
 violations an oracle should catch), the path to each sampled state is written as the trace and the state-change
-log an implementation behaving as the model would write (`kcm.checkers.oracle_inputs`), and each oracle's verdict
+log an implementation behaving as the model would write (`kcm.checkers.oracle.oracle_inputs`), and each oracle's verdict
 is compared with the predicates' verdict on the same path:
 
 * where no predicate is violated along the path, the oracle finds nothing;
@@ -22,11 +22,12 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from kcm.checkers import bfs, log_rules, oracle_trace
-from kcm.checkers.bounded import BoundedSystem, load_config
-from kcm.checkers.bugs import with_settings
-from kcm.checkers.oracle_inputs import Step, log_of, replay, trace_of, unsupported
-from kcm.checkers.oracle_trace import check_events, rule_id
+from kcm.checkers.core.bounded import BoundedSystem, load_config
+from kcm.checkers.explore import bfs
+from kcm.checkers.gate.bugs import with_settings
+from kcm.checkers.oracle import log_rules, oracle_trace
+from kcm.checkers.oracle.oracle_inputs import Step, log_of, replay, trace_of, unsupported
+from kcm.checkers.oracle.oracle_trace import check_events, rule_id
 from kcm.model.interface import ALWAYS, STEP
 from kcm.model.tables import rule_set
 from kcm.properties.catalogue import CATALOGUE

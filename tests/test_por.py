@@ -1,4 +1,4 @@
-"""Partial-order reduction (checkers/por.py) and the choice of reductions (checkers/reductions.py).
+"""Partial-order reduction (checkers/reductions/por.py) and the choice of reductions (checkers/reductions/choice.py).
 
 The soundness argument (docs/exploration.md, "Partial-order reduction") rests on three claims, each checked here on
 every reachable state of small two-partition configs explored without the reduction: a local step writes only its
@@ -17,9 +17,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from kcm.checkers import bfs, por, reductions
-from kcm.checkers.bounded import BoundedSystem, load_config
-from kcm.checkers.verdicts import indexed_successors
+from kcm.checkers.core.bounded import BoundedSystem, load_config
+from kcm.checkers.explore import bfs
+from kcm.checkers.explore.verdicts import indexed_successors
+from kcm.checkers.reductions import choice as reductions
+from kcm.checkers.reductions import por
 
 from tests.explored import bfs_states
 

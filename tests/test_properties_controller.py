@@ -166,7 +166,7 @@ def test_replicas_follow_zk_catches_a_live_replica_that_missed_the_new_epoch():
 
 
 def test_direct_calls_no_controller_operation_makes_are_left_out_of_the_reference_machines():
-    from kcm.checkers.hypothesis_machine import outside_controller_paths as outside
+    from kcm.checkers.gate.hypothesis_machine import outside_controller_paths as outside
     from kcm.model.actions import BrokerFail, CreateTopic, DeleteTopic, PartitionTransition, ReplicaTransition
 
     config = ClusterConfig((0, 1, 2))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
-from kcm.checkers.bounded import BoundedSystem, load_config
-from kcm.checkers.verdicts import successors
+from kcm.checkers.core.bounded import BoundedSystem, load_config
+from kcm.checkers.explore.verdicts import successors
 from kcm.model.fmap import freeze, get, search
 from kcm.properties.dataplane import divergent_replicas
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from kcm.checkers import bfs
-from kcm.checkers.bounded import BoundedSystem, load_config
-from kcm.checkers.verdicts import successors
+from kcm.checkers.core.bounded import BoundedSystem, load_config
+from kcm.checkers.explore import bfs
+from kcm.checkers.explore.verdicts import successors
 from kcm.model.cluster import Cluster
 from kcm.model.interface import ALWAYS, EVENTUALLY, SOMETIMES
 from kcm.properties import reads

@@ -20,12 +20,12 @@ import json
 
 import pytest
 import z3
-from kcm.checkers.bfs import explore
-from kcm.checkers.bounded import BoundedSystem, load_config
+from kcm.checkers.core.bounded import BoundedSystem, load_config
+from kcm.checkers.explore.bfs import explore
+from kcm.checkers.explore.verdicts import successors
 from kcm.checkers.prove import bounded_bmc
 from kcm.checkers.prove.bounded import BoundedEncoding, UnsupportedConfig, shown
 from kcm.checkers.prove.vocabulary import BMC_FIELDS, Sym
-from kcm.checkers.verdicts import successors
 from kcm.model import actions as A
 
 from kcm.commands import prove as prove_command

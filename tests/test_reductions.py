@@ -1,4 +1,4 @@
-"""The `ignored_requests` reduction (checkers/bounded.py, argued in docs/exploration.md): a request at the head of
+"""The `ignored_requests` reduction (checkers/core/bounded.py, argued in docs/exploration.md): a request at the head of
 a queue that its broker would ignore is delivered within the step that exposes it.
 
 What the soundness argument needs is checked on every reachable state of small asynchronous configs explored
@@ -17,15 +17,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kcm.checkers import bfs
-from kcm.checkers.bounded import (
+from kcm.checkers.core.bounded import (
     REDUCTIONS,
     BadConfig,
     BoundedSystem,
     load_config,
 )
-from kcm.checkers.scenario import run
-from kcm.checkers.verdicts import indexed_successors, state_checks, step_checks
+from kcm.checkers.core.scenario import run
+from kcm.checkers.explore import bfs
+from kcm.checkers.explore.verdicts import indexed_successors, state_checks, step_checks
 from kcm.model import actions as A
 from kcm.model.interface import EVENTUALLY
 from kcm.properties import catalogue

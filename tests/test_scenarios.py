@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from kcm.checkers.scenario import parse_text, run
+from kcm.checkers.core.scenario import parse_text, run
 
 LIBRARY = Path(__file__).resolve().parent.parent / "specs" / "scenarios"
 FILES = sorted(p for p in LIBRARY.rglob("*.json"))

@@ -7,7 +7,7 @@ from importlib import resources
 
 import pytest
 from jsonschema.exceptions import SchemaError
-from kcm.checkers import oracle_trace
+from kcm.checkers.oracle import oracle_trace
 from kcm.model import strictjson
 
 SCHEMAS = sorted(p.name for p in resources.files("kcm.specs").iterdir() if p.name.endswith(".schema.json"))

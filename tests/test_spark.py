@@ -13,9 +13,9 @@ import sysconfig
 from pathlib import Path
 
 import pytest
-from kcm.checkers import bfs, walk
-from kcm.checkers.bounded import BoundedSystem, load_config
-from kcm.checkers.spark_session import BadMaster, check_conf, check_master, resolve_master
+from kcm.checkers.core.bounded import BoundedSystem, load_config
+from kcm.checkers.explore import bfs, walk
+from kcm.checkers.spark.session import BadMaster, check_conf, check_master, resolve_master
 
 from kcm.cli import main
 
@@ -71,7 +71,7 @@ def test_the_master_comes_from_the_option_else_spark_defaults_else_local(tmp_pat
 @pytest.mark.slow
 @pytest.mark.parametrize("host_below", [0, 100])  # every level on Spark; the thin levels in the driver
 def test_spark_gives_the_local_engines_counts_verdicts_and_counterexamples(spark, host_below):
-    from kcm.checkers import spark_bfs
+    from kcm.checkers.spark import bfs as spark_bfs
 
     compared = 0
     where = set()
@@ -95,7 +95,7 @@ def test_spark_gives_the_local_engines_counts_verdicts_and_counterexamples(spark
 @pytest.mark.spark
 @pytest.mark.slow
 def test_levels_go_to_the_driver_and_back_as_they_thin_and_grow_with_the_same_results(spark):
-    from kcm.checkers import spark_bfs
+    from kcm.checkers.spark import bfs as spark_bfs
 
     model = BoundedSystem(load_config("controller"))
     local = bfs.explore(model)
@@ -119,7 +119,7 @@ def test_levels_go_to_the_driver_and_back_as_they_thin_and_grow_with_the_same_re
 @pytest.mark.spark
 @pytest.mark.slow
 def test_walks_on_spark_are_the_local_walks(spark):
-    from kcm.checkers import spark_walk
+    from kcm.checkers.spark import walk as spark_walk
 
     model = BoundedSystem(load_config("unclean"))
     alone = walk.walk(model, 40, 20, seed=3)
@@ -132,7 +132,7 @@ def test_walks_on_spark_are_the_local_walks(spark):
 @pytest.mark.spark
 def test_the_drivers_jvm_compiles_with_c1_only(spark):
     # A search's many short plans: C2's compile threads would compete with the Python workers (spark_session).
-    from kcm.checkers.spark_session import DRIVER_JIT
+    from kcm.checkers.spark.session import DRIVER_JIT
 
     args = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments()
     assert DRIVER_JIT in list(args)
@@ -141,7 +141,7 @@ def test_the_drivers_jvm_compiles_with_c1_only(spark):
 @pytest.mark.spark
 @pytest.mark.slow
 def test_a_killed_python_worker_costs_a_retry_not_the_run(spark, tmp_path):
-    from kcm.checkers import spark_bfs
+    from kcm.checkers.spark import bfs as spark_bfs
 
     model = BoundedSystem(load_config("tiny"))
     marker = str(tmp_path / "killed")
@@ -245,7 +245,7 @@ def test_a_spark_error_is_told_by_its_python_exception_line():
 
 
 def test_fingerprints_keep_their_unsigned_order_as_spark_longs():
-    from kcm.checkers.spark_expand import order_key, to_fp, to_long
+    from kcm.checkers.spark.expand import order_key, to_fp, to_long
 
     fps = [0, 1, (1 << 63) - 1, 1 << 63, (1 << 63) + 5, (1 << 64) - 1]
     longs = [to_long(fp) for fp in fps]
@@ -258,7 +258,7 @@ def test_fingerprints_keep_their_unsigned_order_as_spark_longs():
 @pytest.mark.slow
 @pytest.mark.parametrize("host_below", [0, 2000])
 def test_stopping_at_the_first_violation_ends_where_the_local_engine_bounded_at_that_level_ends(spark, host_below):
-    from kcm.checkers import spark_bfs
+    from kcm.checkers.spark import bfs as spark_bfs
 
     for name, props in (("unclean", None), ("bugs/KIP-101", ["LogsAgreeBelowHw"]),
                         ("bugs/KIP-101", ["AckedRecordsSurvive"])):

@@ -5,10 +5,10 @@ from __future__ import annotations
 import random
 from typing import NamedTuple
 
-from kcm.checkers.bounded import BoundedSystem, load_config
-from kcm.checkers.spark_bfs import _as_fps
-from kcm.checkers.spark_worker import StateCodec, kept_model
-from kcm.checkers.visited import FingerprintSet
+from kcm.checkers.core.bounded import BoundedSystem, load_config
+from kcm.checkers.explore.codec import StateCodec, kept_model
+from kcm.checkers.explore.visited import FingerprintSet
+from kcm.checkers.spark.bfs import _as_fps
 
 from tests.explored import bfs_states
 

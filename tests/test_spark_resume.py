@@ -12,9 +12,9 @@ import time
 
 import numpy as np
 import pytest
-from kcm.checkers import bfs, checkpoint
-from kcm.checkers.bounded import BoundedSystem, load_config
-from kcm.checkers.spark_checkpoint import NO_PARENT, Links, as_longs
+from kcm.checkers.core.bounded import BoundedSystem, load_config
+from kcm.checkers.explore import bfs, checkpoint
+from kcm.checkers.spark.checkpoint import NO_PARENT, Links, as_longs
 
 IN_CI = bool(os.environ.get("CI"))
 needs_java = pytest.mark.skipif(shutil.which("java") is None and not IN_CI, reason="Spark needs Java")
@@ -33,7 +33,7 @@ def test_parent_links_by_fingerprint_become_the_local_engines_levels_and_paths()
     visited = local.visited
     # The local engine's tree as (fp, parent fp, action) rows, the way the Spark engine holds it: levels replayed.
     levels: list[np.ndarray] = []
-    from kcm.checkers.visited import replay_levels
+    from kcm.checkers.explore.visited import replay_levels
 
     replay_levels(model, visited, lambda _, states: levels.append(
         np.array([model.fingerprint(s) for s in states], dtype=np.uint64)))
@@ -65,7 +65,7 @@ def test_parent_links_by_fingerprint_become_the_local_engines_levels_and_paths()
 @pytest.mark.slow
 @pytest.mark.parametrize("host_below", [0, 2000])
 def test_a_checkpoint_of_either_engine_resumes_on_the_other_to_the_same_results(spark, tmp_path, host_below):
-    from kcm.checkers import spark_bfs
+    from kcm.checkers.spark import bfs as spark_bfs
 
     for name in ("tiny", "unclean"):
         model = BoundedSystem(load_config(name))
@@ -92,7 +92,7 @@ def test_a_checkpoint_of_either_engine_resumes_on_the_other_to_the_same_results(
 @pytest.mark.spark
 @pytest.mark.slow
 def test_a_checkpoint_past_a_violation_resumed_to_stop_at_it_stops_at_once_on_either_engine(spark, tmp_path):
-    from kcm.checkers import spark_bfs
+    from kcm.checkers.spark import bfs as spark_bfs
 
     model = BoundedSystem(load_config("unclean"))
     identity = checkpoint.config_identity(model.cfg)
@@ -110,7 +110,7 @@ def test_a_checkpoint_past_a_violation_resumed_to_stop_at_it_stops_at_once_on_ei
 @pytest.mark.spark
 @pytest.mark.slow
 def test_a_spark_checkpoint_before_a_level_whose_states_break_a_property_stops_there(spark, tmp_path):
-    from kcm.checkers import spark_bfs
+    from kcm.checkers.spark import bfs as spark_bfs
 
     # unclean: a state of level 3 breaks AckedRecordsSurvive, so the local engine stops after making level 3 and
     # never checkpoints it; the Spark engine, which checks a level's states as it expands them, must stop too.
@@ -169,7 +169,7 @@ def test_a_spark_run_killed_mid_run_resumes_to_the_counts_of_an_uninterrupted_ru
 # half-way through the temporary file: what a kill -9 during a write leaves behind.
 KILLED_WRITE = r'''
 import os, signal, sys, tempfile
-from kcm.checkers import checkpoint
+from kcm.checkers.explore import checkpoint
 from kcm.cli import main
 real, writes = checkpoint.save, []
 def save(path, header, body):

@@ -4,9 +4,9 @@ import json
 from pathlib import Path
 
 import pytest
-from kcm.checkers import coverage
-from kcm.checkers.scenario import read_file, run
-from kcm.checkers.suite import KINDS, LAST_ONLY, SuiteError, _Graph, generate_suite, selector_branch
+from kcm.checkers.conformance.suite import KINDS, LAST_ONLY, SuiteError, _Graph, generate_suite, selector_branch
+from kcm.checkers.core.scenario import read_file, run
+from kcm.checkers.explore import coverage
 
 from kcm.cli import main
 
@@ -31,8 +31,8 @@ def test_controller_suite_covers_every_reachable_item(controller):
 
 def test_the_graph_is_the_explorers(tmp_path):
     """The suite walks the same graph as `kcm explore`: the same distinct states and transitions."""
-    from kcm.checkers import bfs
-    from kcm.checkers.bounded import BoundedSystem, load_config
+    from kcm.checkers.core.bounded import BoundedSystem, load_config
+    from kcm.checkers.explore import bfs
 
     for name in ("tiny", "unclean"):
         found = bfs.explore(BoundedSystem(load_config(name)))
@@ -171,9 +171,9 @@ def test_cli_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
 def test_behaviours_each_end_a_scenario(tmp_path):
     """With behaviours, every distinct kind of step is covered, and as the last step of a scenario (so that a
     result compared at the end sees what it did); the suite is larger than the plain one and still passes run."""
-    from kcm.checkers.bounded import BoundedSystem, load_config
-    from kcm.checkers.suite import behaviour
-    from kcm.checkers.tally import selectors_run
+    from kcm.checkers.conformance.suite import behaviour
+    from kcm.checkers.core.bounded import BoundedSystem, load_config
+    from kcm.checkers.explore.tally import selectors_run
     from kcm.model.actions import from_step
     from kcm.reference import api
 
@@ -216,7 +216,7 @@ def test_golden_traces_of_data_plane_suites_are_valid(tmp_path, name):
 
 
 def test_successors_are_kept_in_one_flat_array():
-    from kcm.checkers.suite import _Successors
+    from kcm.checkers.conformance.suite import _Successors
 
     succ = _Successors()
     for targets in ([1, 2], [], [0, 2, 3], [3]):

@@ -5,10 +5,10 @@ from __future__ import annotations
 import copy
 import json
 
-from kcm.checkers import bfs
-from kcm.checkers.bounded import BoundedSystem, load_config
-from kcm.checkers.symmetry import SymmetricModel, equivariance_failures, order_fixed_brokers, symmetry_group
-from kcm.checkers.verdicts import successors
+from kcm.checkers.core.bounded import BoundedSystem, load_config
+from kcm.checkers.explore import bfs
+from kcm.checkers.explore.verdicts import successors
+from kcm.checkers.reductions.symmetry import SymmetricModel, equivariance_failures, order_fixed_brokers, symmetry_group
 from kcm.model import actions as A
 from kcm.model.cluster import ClusterConfig
 from kcm.model.symmetry import rename_action, rename_cluster

@@ -9,7 +9,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from kcm.checkers.bounded import BoundedSystem, load_config
+from kcm.checkers.core.bounded import BoundedSystem, load_config
 from kcm.model.interface import ALWAYS, STEP
 from kcm.properties import user
 

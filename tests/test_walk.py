@@ -8,11 +8,11 @@ import subprocess
 import sys
 
 import pytest
-from kcm.checkers import bfs
-from kcm.checkers.bounded import BoundedSystem, load_config
-from kcm.checkers.scenario import parse_text, run
-from kcm.checkers.shrink import advance, is_one_minimal, shrink, violation_length
-from kcm.checkers.walk import walk
+from kcm.checkers.core.bounded import BoundedSystem, load_config
+from kcm.checkers.core.scenario import parse_text, run
+from kcm.checkers.explore import bfs
+from kcm.checkers.explore.shrink import advance, is_one_minimal, shrink, violation_length
+from kcm.checkers.explore.walk import walk
 from kcm.model import actions as A
 
 from kcm.cli import main

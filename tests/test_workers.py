@@ -10,8 +10,8 @@ import sys
 import time
 
 import pytest
-from kcm.checkers import bfs, checkpoint, workers
-from kcm.checkers.bounded import BoundedSystem, load_config
+from kcm.checkers.core.bounded import BoundedSystem, load_config
+from kcm.checkers.explore import bfs, checkpoint, workers
 
 from kcm.cli import main
 

@@ -1,10 +1,10 @@
-"""`--workers N` with each worker's share and candidates kept encoded (checkers/frontier.py): the same search."""
+"""`--workers N` with each worker's share and candidates kept encoded (explore/frontier.py): the same search."""
 
 from __future__ import annotations
 
 import numpy as np
-from kcm.checkers import bfs, frontier, workers
-from kcm.checkers.bounded import BoundedSystem, load_config
+from kcm.checkers.core.bounded import BoundedSystem, load_config
+from kcm.checkers.explore import bfs, frontier, workers
 
 
 def _same(a, b) -> None:
@@ -32,8 +32,8 @@ def test_encoded_shares_with_handovers_and_steals_give_the_one_process_search(mo
 
 
 def test_a_resumed_level_is_handed_to_the_workers_encoded(tmp_path, monkeypatch):
-    from kcm.checkers import checkpoint
-    from kcm.checkers.level_loop import resume_frontier
+    from kcm.checkers.explore import checkpoint
+    from kcm.checkers.explore.level_loop import resume_frontier
 
     monkeypatch.setattr(frontier, "CHUNK", 16)
     monkeypatch.setattr(frontier, "SPILL", 8)  # the resumed levels are replayed into Frontiers

@@ -1,7 +1,7 @@
 """The bounded system of an explorer config as a Z3 transition relation, one macro step per reference operation.
 
 Where encoding.py over-approximates the controller with fine-grained moves (for induction over every cluster),
-this encoding is exact for one bounded configuration (`checkers/bounded.py`): each enabled action of the
+this encoding is exact for one bounded configuration (`checkers/core/bounded.py`): each enabled action of the
 configured families (broker failure and restart, controller failover, preferred election) is one step, written
 symbolically as the reference handler runs it (state-machine moves guarded by the rule set's tables, the offline
 and preferred selectors in AR order, leader-epoch bumps, the LeaderAndIsr / UpdateMetadata / StopReplica batch
@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 import z3
-from kcm.checkers.bounded import BoundedSystem
+from kcm.checkers.core.bounded import BoundedSystem
 from kcm.checkers.prove.vocabulary import (
     BMC_FIELDS,
     NONE,

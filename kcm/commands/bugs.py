@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 from kcm import flags
-from kcm.checkers.bounded import BadConfig
-from kcm.checkers.bug_catalogue import VARIANTS
+from kcm.checkers.core.bounded import BadConfig
+from kcm.checkers.gate.bug_catalogue import VARIANTS
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -33,7 +33,7 @@ def main(args: argparse.Namespace) -> int:
         for v in VARIANTS:
             print(f"{v.name:12} {v.affected:>24} -> {v.fixed:10} breaks {', '.join(v.breaks)}: {v.title}")
         return 0
-    from kcm.checkers.bugs import check_all
+    from kcm.checkers.gate.bugs import check_all
 
     if args.out and (why := flags.prepare_folder(args.out)):
         print(f"kcm bugs: --out {args.out}: {why}", file=sys.stderr)
@@ -65,7 +65,7 @@ def main(args: argparse.Namespace) -> int:
     else:
         print(_table(rows))
     if args.html:
-        from kcm.checkers import html_report
+        from kcm.checkers.reports import html_report
 
         found = {r["name"]: r["evidence"] for r in rows if r.get("evidence")}
         try:

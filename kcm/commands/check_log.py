@@ -6,8 +6,8 @@ import argparse
 import json
 import sys
 
-from kcm.checkers import ci_formats
-from kcm.checkers.log_rules import KAFKA_VERSIONS, Report, check_file, line_text, report_dict
+from kcm.checkers.oracle.log_rules import KAFKA_VERSIONS, Report, check_file, line_text, report_dict
+from kcm.checkers.reports import ci_formats
 from kcm.model.tables import RULE_SETS
 
 
@@ -80,7 +80,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"kcm check-log: cannot write {err.filename}: {err.strerror}", file=sys.stderr)
         return 2
     if args.coverage:
-        from kcm.checkers import coverage
+        from kcm.checkers.explore import coverage
 
         print(coverage.text(coverage.of_log(args.file, args.kafka_version, report.rules)))
     return 0 if report.ok else 1

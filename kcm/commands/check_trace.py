@@ -6,8 +6,8 @@ import argparse
 import json
 import sys
 
-from kcm.checkers import ci_formats
-from kcm.checkers.oracle_trace import TRACE_ONLY, Verdict, check_file
+from kcm.checkers.oracle.oracle_trace import TRACE_ONLY, Verdict, check_file
+from kcm.checkers.reports import ci_formats
 from kcm.model.tables import ORACLE_RULES, RULE_SETS, rule_set
 
 
@@ -59,7 +59,8 @@ def main(args: argparse.Namespace) -> int:
         ci_formats.write_outputs([case(p, v) for p, v in verdicts], args.junit_xml, args.sarif, args.github,
                                  args.markdown, "kcm check-trace")
         if args.html or args.coverage:
-            from kcm.checkers import coverage, html_report
+            from kcm.checkers.explore import coverage
+            from kcm.checkers.reports import html_report
 
             cov = coverage.of_traces([p for p, _ in verdicts], args.rules)
             if args.coverage:

@@ -9,8 +9,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from kcm.checkers import ci_formats
-from kcm.checkers.conform import (
+from kcm.checkers.conformance.conform import (
     DEFAULT_TIMEOUT,
     MAX_OUTPUT_BYTES,
     ConformInputError,
@@ -20,6 +19,7 @@ from kcm.checkers.conform import (
     parse_adapter,
     run_conform,
 )
+from kcm.checkers.reports import ci_formats
 
 
 def _positive(text: str) -> float:
@@ -86,7 +86,7 @@ def main(args: argparse.Namespace) -> int:
             folder = Path(args.suite or args.scenarios)
             source = str(folder)
         else:
-            from kcm.checkers.gate import library_dir
+            from kcm.checkers.gate.gate import library_dir
 
             folder, source = library_dir(), "the scenario library"
         scenarios = load_scenarios(folder)

@@ -20,9 +20,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     """Collect and print the coverage reports; exit 2 on an unknown config or unreadable input."""
-    from kcm.checkers import coverage
-    from kcm.checkers.bounded import BadConfig, BoundedSystem, load_config
-    from kcm.checkers.gate import library_dir
+    from kcm.checkers.core.bounded import BadConfig, BoundedSystem, load_config
+    from kcm.checkers.explore import coverage
+    from kcm.checkers.gate.gate import library_dir
     from kcm.model.tables import ORACLE_RULES, RULE_SETS
 
     reports: list[coverage.Coverage] = []

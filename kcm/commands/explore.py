@@ -12,13 +12,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kcm import flags
-from kcm.checkers import ci_formats, evidence, liveness, reductions, stopping, walk
-from kcm.checkers.bounded import BadConfig, BoundedSystem, load_config
+from kcm.checkers.core import evidence
+from kcm.checkers.core.bounded import BadConfig, BoundedSystem, load_config
+from kcm.checkers.explore import liveness, stopping, walk
+from kcm.checkers.reductions import choice as reductions
+from kcm.checkers.reports import ci_formats
 from kcm.properties import catalogue, user
 from kcm.properties.user import BadProperty
 
 if TYPE_CHECKING:  # the explorers' modules need NumPy: imported where they run (see _run)
-    from kcm.checkers.level_loop import Progress
+    from kcm.checkers.explore.level_loop import Progress
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -108,7 +111,7 @@ def _run(args: argparse.Namespace, stop: stopping.StopRequest) -> int:
     """`main` with SIGINT and SIGTERM handled by `stop`: parse, call the engine the registry names, print."""
     # The explorers need NumPy, which the core install leaves out: imported here, so that `--help` works there.
     from kcm.checkers import engines
-    from kcm.checkers.checkpoint import BadCheckpoint
+    from kcm.checkers.explore.checkpoint import BadCheckpoint
 
     try:
         model, mine, choice = _prepare(args)
@@ -163,7 +166,8 @@ def _options(args: argparse.Namespace, model: BoundedSystem, mine: list[Any], ch
              stop: stopping.StopRequest) -> Any:
     """The engine's options from the flags: the checkpoint to write (one is kept for a stop even without
     --checkpoint) and the one to resume (BadCheckpoint if it is not this run's), the bounds, progress lines."""
-    from kcm.checkers import bfs, checkpoint, engines
+    from kcm.checkers import engines
+    from kcm.checkers.explore import bfs, checkpoint
 
     identity = checkpoint.config_identity(dict(model.cfg, user_properties=user.identity(model.properties()))
                                           if mine else model.cfg, choice.identity())
@@ -225,7 +229,7 @@ def _summary(args: argparse.Namespace, model: BoundedSystem, choice: Any, found:
             summary["symmetry"]["unreduced_states"] = summary["reductions"]["unreduced_states"]
     cov = None
     if found.tally is not None:  # counted by the run's own engine as it took each transition
-        from kcm.checkers import coverage
+        from kcm.checkers.explore import coverage
 
         cov = coverage.of_run(model, found.tally, summary["config"])
         summary["coverage"] = cov.to_dict()
@@ -244,14 +248,14 @@ def _write(args: argparse.Namespace, summary: dict[str, Any]) -> None:
         except OSError as err:
             raise _Refused(f"--out {args.out}: {err.strerror or err}") from None
     if args.html:
-        from kcm.checkers import html_report
+        from kcm.checkers.reports import html_report
 
         try:
             html_report.write(args.html, html_report.exploration_page(summary, summary.get("coverage")))
         except OSError as err:
             raise _Refused(f"cannot write {args.html}: {err.strerror}") from None
     if args.markdown:
-        from kcm.checkers import markdown_report
+        from kcm.checkers.reports import markdown_report
 
         try:
             markdown_report.append(args.markdown, markdown_report.exploration_summary(summary))
@@ -265,12 +269,12 @@ def _print(args: argparse.Namespace, summary: dict[str, Any], cov: Any) -> None:
         print(json.dumps(summary, indent=2))
         return
     print(walk.render(summary) if args.walks is not None else _text(summary))
-    for line in summary.get("warnings", ()):  # goals a complete run never reached (checkers/verdicts.py)
+    for line in summary.get("warnings", ()):  # goals a complete run never reached (checkers/explore/verdicts.py)
         print(f"  warning: {line}")
     if args.walks is None:
         print(_reductions_text(summary))
     if cov is not None and args.coverage:
-        from kcm.checkers import coverage
+        from kcm.checkers.explore import coverage
 
         print(coverage.text(cov))
 
@@ -317,7 +321,7 @@ def _counting(args: argparse.Namespace) -> bool:
 
 def _estimate(args: argparse.Namespace, explored: Any, name: str) -> int:
     """`--estimate`: the size of the whole space and its time per engine, printed (text or JSON)."""
-    from kcm.checkers import estimate
+    from kcm.checkers.explore import estimate
 
     if args.walks is not None or args.resume is not None or args.checkpoint is not None:
         print("kcm explore: --estimate runs on its own, not with --walks, --checkpoint or --resume", file=sys.stderr)

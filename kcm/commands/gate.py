@@ -7,8 +7,8 @@ import json
 import sys
 from pathlib import Path
 
-from kcm.checkers import ci_formats
-from kcm.checkers.gate import DEFAULT_CONFIG, STAGES, GateInputError, run_gate
+from kcm.checkers.gate.gate import DEFAULT_CONFIG, STAGES, GateInputError, run_gate
+from kcm.checkers.reports import ci_formats
 
 
 def _stages(text: str) -> list[str]:
@@ -43,11 +43,11 @@ def main(args: argparse.Namespace) -> int:
     try:
         ci_formats.write_outputs(report.cases(), args.junit_xml, args.sarif, args.github)
         if args.markdown:
-            from kcm.checkers import markdown_report
+            from kcm.checkers.reports import markdown_report
 
             markdown_report.append(args.markdown, markdown_report.gate_summary(report))
         if args.html:
-            from kcm.checkers import html_report
+            from kcm.checkers.reports import html_report
 
             html_report.write(args.html, html_report.gate_page(report))
     except OSError as err:

@@ -9,15 +9,15 @@ from pathlib import Path
 from typing import Any
 
 from kcm import flags
-from kcm.checkers import evidence
-from kcm.checkers.bounded import BadConfig, BoundedSystem, load_config, validate_config
+from kcm.checkers.core import evidence
+from kcm.checkers.core.bounded import BadConfig, BoundedSystem, load_config, validate_config
+from kcm.checkers.core.scenario import MAX_SCENARIO_BYTES, InvalidScenario
+from kcm.checkers.core.scenario import validate as validate_scenario
 from kcm.checkers.prove import bounded_bmc
 from kcm.checkers.prove.bounded import BoundedEncoding, UnsupportedConfig
 from kcm.checkers.prove.encoding import Encoding
 from kcm.checkers.prove.invariants import INVARIANTS, invariant
 from kcm.checkers.prove.proofs import NO_VIOLATION, PROVED, Counterexample, Result, SolverGaveUp, bmc, prove
-from kcm.checkers.scenario import MAX_SCENARIO_BYTES, InvalidScenario
-from kcm.checkers.scenario import validate as validate_scenario
 from kcm.model.strictjson import InputError, loads, read_bounded
 from kcm.model.tables import DEFAULT_RULES, RULE_SETS, rule_set
 

@@ -15,8 +15,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     """Explore (local engine) counting coverage, write the HTML; exit 0 written, 2 bad config or unwritable file."""
-    from kcm.checkers import bfs, coverage, html_report, liveness
-    from kcm.checkers.bounded import BadConfig, BoundedSystem, load_config
+    from kcm.checkers.core.bounded import BadConfig, BoundedSystem, load_config
+    from kcm.checkers.explore import bfs, coverage, liveness
+    from kcm.checkers.reports import html_report
 
     try:
         model = BoundedSystem(load_config(args.config))

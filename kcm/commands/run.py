@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from kcm.checkers.scenario import InvalidScenario, read_file, run
+from kcm.checkers.core.scenario import InvalidScenario, read_file, run
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -33,7 +33,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"kcm run: {args.scenario}: invalid scenario: {err}", file=sys.stderr)
         return 2
     if args.zookeeper is not None:
-        from kcm.checkers.live import LiveError, run_live
+        from kcm.checkers.live.live import LiveError, run_live
 
         try:
             outcome = run_live(doc, args.zookeeper, trace=args.trace)
@@ -43,7 +43,7 @@ def main(args: argparse.Namespace) -> int:
     else:
         outcome = run(doc, trace=args.trace)
     if args.emit_trace is not None:
-        from kcm.checkers.oracle_inputs import scenario_trace
+        from kcm.checkers.oracle.oracle_inputs import scenario_trace
 
         try:
             with open(args.emit_trace, "w", encoding="utf-8") as fh:
@@ -62,7 +62,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"kcm run: counterexample reproduced: {wanted['property']} is first violated after step "
               f"{wanted['step']} ({meaning(wanted['property'])})", file=sys.stderr)
     if args.coverage:  # stderr: stdout is the contract's result document alone
-        from kcm.checkers import coverage
+        from kcm.checkers.explore import coverage
 
         for cov in coverage.of_scenarios([args.scenario]).values():
             print(coverage.text(cov), file=sys.stderr)

@@ -28,7 +28,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     """Generate the suite and print its report; 0 written, 2 bad config or folder."""
-    from kcm.checkers.suite import MAX_SUITE_STATES, SuiteError, generate_suite
+    from kcm.checkers.conformance.suite import MAX_SUITE_STATES, SuiteError, generate_suite
 
     if why := flags.prepare_folder(args.out):
         print(f"kcm suite: --out {args.out}: {why}", file=sys.stderr)

@@ -1,0 +1,476 @@
+"""The one level loop of every breadth-first engine (local, owner processes, Spark).
+
+`run` seeds the search (or resumes a checkpoint of any engine), then level by level: looks at the stop request,
+writes the checkpoint when one is due, has the engine expand the level, records the new states' parent links in
+the visited set (`visited.py`) and each property's (each goal's) first witness, reports progress, and
+ends on the first violation of a `stop_at` property, on `max_states`, on an empty frontier or on a stop request
+(the level in work given up, the checkpoint of its start written). An engine (`Levels`) supplies only how a
+level is expanded and where the frontier's states live (and, for Spark, the visited set: `Books`, `Lazy`); the
+bookkeeping, and so the counts, depths, verdicts, counterexamples and checkpoints, are the same for all.
+
+The canonical order, which every engine follows so that all print the same counterexample: a level is kept in
+fingerprint order; a state's parent link, and each property's witness, is the least (position of the parent in
+its level, position of the action in `model.actions(parent)`) among the transitions that reach it (witness it)
+at the shallowest depth. An engine's `Level` gives, per property, that least link among its level's transitions.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, Protocol
+
+import numpy as np
+from kcm.checkers.explore.checkpoint import BadCheckpoint, Checkpointer, Snapshot
+from kcm.checkers.explore.stopping import StopRequest
+from kcm.checkers.explore.verdicts import Exploration, state_checks
+from kcm.checkers.explore.visited import FP, Visited, replay, replay_levels
+from kcm.model.interface import STATE_KINDS
+
+Link = tuple[int, int]  # (parent's position in its level, action's position in model.actions(parent))
+Witness = tuple[int, list[int]]  # (initial-state position, action positions): a path, rebuilt by replay
+
+
+@dataclass
+class Progress:
+    """A progress report: where the search is and an estimate of the time left."""
+
+    level: int
+    states: int
+    frontier: int
+    seconds: float
+    states_per_second: float
+    eta_seconds: float | None  # an estimate from the frontier's growth; None while the frontier still grows
+
+
+ProgressFn = Callable[[Progress], None]
+
+
+class Stopped(Exception):
+    """An engine gave up the level in work for a stop request (see `stopping.py`)."""
+
+
+@dataclass
+class Level:
+    """One expanded level, as an engine hands it to the loop."""
+
+    fps: np.ndarray  # the new states' fingerprints (FP), in fingerprint order (empty when the engine keeps them)
+    parents: np.ndarray  # each new state's least link, in the same order (int64)
+    actions: np.ndarray
+    frontier: Any  # the next frontier, as the engine holds it (the loop only passes it back)
+    bad: dict[str, Any] = field(default_factory=dict)  # property violated in the level -> its least link
+    goals: dict[str, Any] = field(default_factory=dict)  # goal reached in the level -> its least link
+    size: int | None = -1  # the next frontier's size: -1, that of `fps`; None, not counted yet (a lazy engine)
+    expanded: int | None = None  # the size of the frontier just expanded, when this expansion counted it
+    ended: bool = False  # the frontier's own states broke a `stop_at` property: nothing else of the level counts
+
+
+class Tick:
+    """What an engine calls while it expands a level: progress reports, and the stop request's safe points."""
+
+    def __init__(self, report: Callable[[int, int], None], stop: StopRequest | None) -> None:
+        self.report, self.stop = report, stop
+
+    def __call__(self, done: int, new: int) -> None:
+        """`done` frontier states expanded and `new` states found so far: a progress line if one is due, and
+        Stopped if a stop is requested."""
+        self.report(done, new)
+        self.poll()
+
+    def poll(self) -> None:
+        """Stopped if a stop is requested."""
+        if self.stop is not None and self.stop.poll():
+            raise Stopped
+
+
+class Levels(Protocol):
+    """How one engine expands levels; the rest of the search is `run`'s.
+
+    An engine that keeps its visited set itself and counts its frontiers lazily (Spark) also has `opening`,
+    `count` and `judge`, and `LAZY = True` (see `Lazy`).
+    """
+
+    def begin(self, states: list[Any]) -> Any:
+        """Take the first frontier (its states in fingerprint order); the frontier as the engine holds it."""
+
+    def expand(self, frontier: Any, visited: Any, found: Exploration, tick: Tick) -> Level:
+        """Expand the frontier: the level's new states (not in `visited`), least links and witnesses; counts the
+        transitions, goals reached and coverage into `found`; Stopped (nothing recorded) on a stop request."""
+
+    def halt(self) -> None:
+        """The search gives up for a stop request: let go of the work in progress before the checkpoint."""
+
+
+class Books(Protocol):
+    """Where the visited set lives, as the loop sees it: a level's new states added, witnesses, checkpoints."""
+
+    visited: Visited | None  # the local visited set, kept on the exploration (None when it lives elsewhere)
+
+    def add(self, level: Level) -> None:
+        """The level's new states join the visited set."""
+
+    def mark(self, depth: int, link: Any) -> Any:
+        """A witness found by the expansion of level `depth` through `link`, as the loop keeps it until the end."""
+
+    def paths(self, witnesses: dict[str, Any]) -> dict[str, Witness]:
+        """The witnesses as paths (initial-state position, action positions)."""
+
+    def write(self, checkpoint: Checkpointer, depth: int, width: int, witnesses: dict[str, Any],
+              meta: Callable[[dict[str, Witness]], dict[str, Any]]) -> None:
+        """Write the checkpoint of the level boundary: the visited set, the frontier, `meta` of the witnesses'
+        paths."""
+
+    def nbytes(self) -> int:
+        """Bytes the visited set takes."""
+
+
+class Lazy(Protocol):
+    """The extra methods of an engine whose visited set and frontier sizes are its own (Spark)."""
+
+    LAZY: bool
+
+    def opening(self, found: Exploration, resume: Snapshot | None) -> tuple[Books, Any, Start]:
+        """The books, the first frontier as the engine holds it, and where the search starts."""
+
+    def count(self, frontier: Any) -> int:
+        """The frontier's size (counted now)."""
+
+    def judge(self, frontier: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Check the frontier's own states now (before a checkpoint, or the end): the least link of each property
+        they break and of each goal they reach; the goals are added to `found.reached`."""
+
+
+class LocalBooks:
+    """The visited set in this process (`visited.py`), and the fingerprints of the frontier."""
+
+    def __init__(self, visited: Visited, frontier_fps: list[int]) -> None:
+        self.visited, self.frontier_fps = visited, frontier_fps
+
+    def add(self, level: Level) -> None:
+        """Add the level's parent links; its fingerprints are the frontier now."""
+        if level.fps.size:
+            self.visited.add_level(level.fps, level.parents, level.actions)
+        self.frontier_fps = level.fps.tolist()
+
+    def mark(self, depth: int, link: Any) -> Witness:
+        """The path through (parent's position in level `depth`, action position)."""
+        parent, aidx = link
+        root, steps = self.visited.path(depth, parent)
+        return root, steps + [aidx]
+
+    def paths(self, witnesses: dict[str, Any]) -> dict[str, Witness]:
+        """The witnesses are paths already."""
+        return witnesses
+
+    def write(self, checkpoint: Checkpointer, depth: int, width: int, witnesses: dict[str, Any],
+              meta: Callable[[dict[str, Witness]], dict[str, Any]]) -> None:
+        """The visited arrays and the frontier's fingerprints."""
+        checkpoint.write(self.visited, self.frontier_fps, meta(witnesses))
+
+    def nbytes(self) -> int:
+        """The visited set's arrays."""
+        return self.visited.nbytes()
+
+
+def run(model: Any, found: Exploration, levels: Levels, max_states: int | None = None,
+        progress: ProgressFn | None = None, checkpoint: Checkpointer | None = None, resume: Snapshot | None = None,
+        progress_every: float = 1.0, stop_at: Collection[str] | None = None,
+        stop: StopRequest | None = None) -> Exploration:
+    """The level-synchronous loop: seed (or resume), expand each level with `levels`, record; fills `found`.
+
+    `stop_at`: property names; the search ends after the first level in which one of them is violated (every
+    violation of that level is still found, so each counterexample is the canonical shortest one). None: the
+    whole boundary is explored. `stop` (a signal, the memory limit): the level in work is given up, the checkpoint
+    of the level boundary written (`checkpoint`, if any) and the partial result returned.
+
+    A lazy engine (`Lazy`) may leave a new frontier uncounted (its size None) until its expansion, a checkpoint,
+    a bound or the end needs the number; it judges a frontier's own states when it expands it, so the loop has it
+    judge them before a checkpoint and at an early end. Its progress names the last level counted, once each.
+    """
+    start = time.perf_counter()
+    lazy: Any = levels if getattr(levels, "LAZY", False) else None
+    if lazy is not None:
+        books, frontier, (_, _, _, witnesses, depth, sizes, expanded, spent) = lazy.opening(found, resume)
+    else:
+        props = [p for p in model.properties() if p.expectation in STATE_KINDS]
+        visited, frontier_fps, states, witnesses, depth, sizes, expanded, spent = first_frontier(
+            model, props, found, resume)
+        books = LocalBooks(visited, frontier_fps)
+        frontier = levels.begin(states)
+        del states
+    width: int | None = sizes[-1] if sizes else 0  # the frontier's size (None: not counted yet)
+    total = sum(sizes)  # states visited (counted)
+    last_report = 0.0
+    shown: tuple[int, int, int] | None = None  # a lazy engine's last line: (level, states, frontier)
+
+    def report(level_done: int, new: int, force: bool = False) -> None:
+        nonlocal last_report, shown
+        now = time.perf_counter()
+        if progress is None or (now - last_report < progress_every and not force):
+            return
+        last_report = now
+        seconds = spent + now - start
+        rate = (total + new) / seconds if seconds else 0.0
+        if lazy is None:
+            progress(Progress(depth + 1 if width else depth, total + new, width or 0, seconds, rate,
+                              eta(sizes, width or 0, level_done, new, expanded + level_done, seconds)))
+            return
+        # The last level counted: a new frontier left uncounted is not known yet, the level just expanded is.
+        line = (depth, total, width) if width is not None else (depth - 1, total, sizes[-1])
+        if line != shown:
+            shown = line
+            progress(Progress(*line, seconds, rate, eta(sizes, line[2], 0, 0, max(1, expanded), seconds)))
+
+    def settle(count: int | None = None) -> int:
+        """The frontier's size, counted now if it was not (`count`: what its expansion counted)."""
+        nonlocal width, depth, total
+        if width is None:
+            width = lazy.count(frontier) if count is None else count
+            if width:
+                sizes.append(width)
+                total += width
+            else:
+                depth -= 1  # the level made last was empty: the search was over
+        return width
+
+    def judged() -> None:
+        """A lazy engine judges the frontier's own states now (the local engine judged them as it found them)."""
+        if lazy is not None:
+            known = set(found.reached)
+            bad, goals = lazy.judge(frontier)
+            for best, into, before in ((bad, witnesses, witnesses), (goals, found.goals, known)):
+                for name, link in best.items():
+                    if name not in before:
+                        into[name] = books.mark(depth, link)
+
+    def meta(paths: dict[str, Witness]) -> dict[str, Any]:
+        return checkpoint_meta(found, paths, depth, sizes, expanded, spent + time.perf_counter() - start)
+
+    tick = Tick(report, stop)
+    stopped = should_stop(stop_at, witnesses)
+    interrupted = False
+    while width != 0 and not stopped:
+        if stop is not None and stop.poll():
+            interrupted = True
+            break
+        if checkpoint is not None and checkpoint.due():
+            # A checkpoint holds whole levels, each state judged: count and judge the frontier first.
+            if not settle():
+                break
+            judged()
+            stopped = should_stop(stop_at, witnesses)
+            if stopped:
+                break  # the local engine would have stopped already
+            books.write(checkpoint, depth, width, witnesses, meta)
+        level_start = time.perf_counter()
+        # What a level given up for `stop` gives back: its transitions, goals and coverage are counted again on
+        # resume (the checkpoint is of the level's start).
+        transitions_before, known = found.transitions, set(found.reached)
+        counted_before = found.tally.counts() if found.tally is not None else None
+        try:
+            level = levels.expand(frontier, books.visited, found, tick)
+        except Stopped:
+            found.transitions, found.reached = transitions_before, known
+            if counted_before is not None:
+                found.tally.take()
+                found.tally.merge(counted_before)
+            interrupted = True
+            break
+        for best, into, before in ((level.bad, witnesses, witnesses), (level.goals, found.goals, known)):
+            for name, link in best.items():
+                if name not in before:
+                    into[name] = books.mark(depth, link)
+        if width is None and not settle(level.expanded):
+            break
+        if level.ended:
+            stopped = True
+            break
+        books.add(level)
+        frontier = level.frontier
+        expanded += width
+        width = int(level.fps.size) if level.size == -1 else level.size
+        if lazy is None:
+            found.levels.append((width, time.perf_counter() - level_start))
+        if width != 0:
+            depth += 1
+            if width is not None:
+                sizes.append(width)
+                total += width
+        stopped = should_stop(stop_at, witnesses)
+        if lazy is not None and (stopped or max_states is not None):
+            settle()  # the bound, and the stop, are looked at once the level has joined
+        report(0, 0, force=lazy is not None)
+        if width and (stopped or max_states is not None and total >= max_states):
+            judged()  # the last level is counted and its own properties checked, not expanded
+            found.complete = False
+            break
+    if lazy is None:
+        report(0, 0, force=True)  # the last line shows where the search ended
+    if interrupted and settle():
+        judged()
+        stopped = should_stop(stop_at, witnesses)
+        if not stopped:
+            found.complete = False
+            levels.halt()  # before the write: workers still expanding would only grow (see --max-memory)
+            if stop is not None:
+                stop.acted = True
+            if checkpoint is not None:
+                books.write(checkpoint, depth, width, witnesses, meta)
+    if stopped and width:
+        found.complete = False
+        found.stopped = True
+    found.violations = {name: replay(model, root, steps)
+                        for name, (root, steps) in sorted(books.paths(witnesses).items())}
+    found.goals = {name: replay(model, root, steps) for name, (root, steps) in sorted(books.paths(found.goals).items())}
+    found.distinct_states = total
+    found.depth = depth
+    found.seconds = spent + time.perf_counter() - start
+    found.bytes_per_state = books.nbytes() / max(1, total)
+    found.visited = books.visited
+    return found
+
+
+def least(best: dict[str, Link], names: Iterable[str], key: Link) -> None:
+    """Keep `key` as the link of each of `names` where it is the least yet (the canonical witness)."""
+    for name in names:
+        if best.get(name, key) >= key:
+            best[name] = key
+
+
+def unreached(props: list[Any], reached: Collection[str]) -> list[Any]:
+    """The properties still to judge: `props` less the reachability goals (of states or of steps) already
+    `reached`, whose names are the only ones `reached` holds (judging a reached goal again changes nothing)."""
+    return [p for p in props if p.name not in reached]
+
+
+def should_stop(stop_at: Collection[str] | None, witnesses: Collection[str]) -> bool:
+    """Whether a search told to stop at these properties has a witness of one of them (so ends after this level)."""
+    return stop_at is not None and any(name in witnesses for name in stop_at)
+
+
+def checkpoint_meta(found: Exploration, witnesses: dict[str, Any], depth: int, sizes: list[int], expanded: int,
+                    seconds: float) -> dict[str, Any]:
+    """What a checkpoint keeps besides the visited arrays and the frontier: counters, witnesses and timings, and
+    the coverage counted so far when the run counts it."""
+    meta = {"transitions": found.transitions, "reached": sorted(found.reached),
+            "witnesses": {name: [root, steps] for name, (root, steps) in sorted(witnesses.items())},
+            "depth": depth, "sizes": sizes, "expanded": expanded, "seconds": seconds}
+    if found.tally is not None:
+        meta["coverage"] = found.tally.counts()
+    return meta
+
+
+def restore_counters(found: Exploration, meta: dict[str, Any], where: str = "the checkpoint") -> dict[str, Witness]:
+    """Put a checkpoint's transition count, reached goals and coverage counts (where both the checkpoint and this
+    run count them) back into `found`; its witnesses, as lists."""
+    found.transitions, found.reached = meta["transitions"], set(meta["reached"])
+    if found.tally is not None and "coverage" in meta:
+        if not found.tally.valid(meta["coverage"]):
+            raise BadCheckpoint(f"{where}: the coverage counts are malformed")
+        found.tally.merge(meta["coverage"])
+    return {name: (root, list(steps)) for name, (root, steps) in meta["witnesses"].items()}
+
+
+class Start(NamedTuple):
+    """Where a level loop starts: a resumed checkpoint's frontier and counters, or the checked initial states."""
+
+    visited: Visited
+    frontier_fps: list[int]
+    frontier: list[Any]
+    witnesses: dict[str, Witness]
+    depth: int
+    sizes: list[int]  # frontier size of each level, for the estimate of the time left
+    expanded: int
+    spent: float  # seconds spent before a resume
+
+
+def first_frontier(model: Any, props: list[Any], found: Exploration, resume: Snapshot | None) -> Start:
+    """The first frontier of a search: resumed, or the initial states in fingerprint order, each checked against
+    the state properties `props`."""
+    if resume is not None:
+        visited, frontier_fps, frontier = resume_frontier(model, resume)
+        meta = resume.meta
+        witnesses = restore_counters(found, meta, str(resume.path))
+        return Start(visited, frontier_fps, frontier, witnesses, meta["depth"], list(meta["sizes"]),
+                     meta["expanded"], meta["seconds"])
+    visited = Visited()
+    inits: dict[int, tuple[int, Any]] = {}
+    for i, s in enumerate(model.init_states()):
+        inits.setdefault(model.fingerprint(s), (i, s))
+    fps = np.fromiter(inits, dtype=FP, count=len(inits))
+    order = np.argsort(fps, kind="stable")
+    roots = np.array([i for i, _ in inits.values()], dtype=np.int64)[order]
+    visited.add_level(fps[order], roots, np.zeros(len(inits), dtype=np.int64))
+    states = list(inits.values())
+    frontier = [states[k][1] for k in order.tolist()]
+    witnesses: dict[str, Witness] = {}
+    for pos, s in enumerate(frontier):
+        bad, reached = state_checks(model, s, props)
+        found.reached.update(reached)
+        for name in reached:
+            found.goals.setdefault(name, visited.path(0, pos))
+        for name in bad:
+            witnesses.setdefault(name, visited.path(0, pos))
+    return Start(visited, fps[order].tolist(), frontier, witnesses, 0, [len(frontier)], 0, 0.0)
+
+
+def resume_frontier(model: Any, snapshot: Snapshot, on_level: Callable[[int, list[Any]], None] | None = None
+                    ) -> tuple[Visited, list[int], list[Any]]:
+    """The visited set and the frontier of a checkpoint, the frontier's states rebuilt by replaying its levels.
+
+    Every rebuilt state's fingerprint must be a visited one and the last level's must be the saved frontier:
+    a body that does not hang together is refused (BadCheckpoint), never resumed. `on_level` goes to
+    `visited.replay_levels`.
+    """
+    if not isinstance(snapshot, Snapshot):
+        raise BadCheckpoint("not a checkpoint of the local engine")
+    try:
+        visited = Visited.from_arrays(snapshot.arrays)
+    except ValueError as err:
+        raise BadCheckpoint(f"{snapshot.path}: the visited set is malformed ({err})") from None
+    want = snapshot.arrays.get("frontier")
+    meta = snapshot.meta
+    if want is None or want.dtype != FP or want.ndim != 1:
+        raise BadCheckpoint(f"{snapshot.path}: the body has no frontier")
+    if meta["sizes"] != [p.size for p in visited.parents]:
+        raise BadCheckpoint(f"{snapshot.path}: the level sizes do not match the parent links")
+    try:
+        for name, (root, steps) in meta["witnesses"].items():
+            if len(steps) > meta["depth"]:
+                raise ValueError(f"the witness of {name} is longer than the search is deep")
+            replay(model, root, steps)
+        states = replay_levels(model, visited, on_level)
+    except (IndexError, ValueError, RuntimeError) as err:
+        raise BadCheckpoint(f"{snapshot.path}: the parent links do not replay ({err})") from None
+    fps = np.fromiter((model.fingerprint(s) for s in states), dtype=FP, count=len(states))
+    if fps.size != want.size or not np.array_equal(fps, want):
+        raise BadCheckpoint(f"{snapshot.path}: the saved frontier is not the last level of the visited set")
+    return visited, want.tolist(), states
+
+
+def eta(sizes: list[int], frontier: int, done: int, new: int, expanded: int, seconds: float) -> float | None:
+    """Seconds left, estimated once the levels shrink: the rest of this level, then later levels whose growth ratio
+    keeps changing as it did over the last two whole levels (breadth-first levels rise and fall like a bell: the
+    logarithms of their sizes lie near a parabola). None while the levels still grow.
+
+    Only whole levels are read (`new`, what this level found so far, is not): extrapolating the next level from part
+    of this one, or from the last ratio alone, swung the estimate from minutes to seconds within one run.
+    """
+    if not frontier:
+        return 0.0
+    if not expanded or not seconds or len(sizes) < 3 or not sizes[-2] or not sizes[-3]:
+        return None
+    ratio, before = sizes[-1] / sizes[-2], sizes[-2] / sizes[-3]
+    if ratio >= 1.0:
+        return None
+    change = ratio / before  # how the growth ratio changed from one level to the next
+    if change >= 1.0:  # not falling faster: a geometric tail at the last ratio
+        later = frontier * ratio / (1.0 - ratio)
+    else:
+        later, size = 0.0, float(frontier)
+        while size >= 0.5:
+            ratio *= change
+            size *= ratio
+            later += size
+    return (frontier - done + later) * seconds / expanded

@@ -1,0 +1,540 @@
+"""The multi-process local engine (`kcm explore --workers N`): N processes expand a level, states never travel.
+
+Each worker process holds a share of the frontier (the states themselves, with their global positions in the
+level). Level by level, in step with the coordinator (this process):
+
+1. every worker expands the frontier states it holds (the step checks run there) and keeps its successors, each
+   fingerprint once with its least (parent position, action position); it sends the coordinator only numpy
+   arrays of fingerprints and links, never a state; a worker that has expanded all it holds takes the last half
+   of what a busy one has left (pickled, relayed by the coordinator), so the level ends on every core together;
+2. the coordinator drops the fingerprints already visited, picks for each new one its least link over every
+   worker (the canonical choice), puts the level in fingerprint order, records the links in its `Visited`, and
+   tells each worker which of its candidates won and at which global positions;
+3. each worker keeps its winners as its next frontier and judges their state properties, by the same rule as
+   the single-process engine (only the properties that read a part the step changed, `Rechecks`), with the parent
+   it has at hand; the coordinator merges each property's least witness;
+4. when the workers' shares differ by more than a little, the coordinator has the larger ones hand some states
+   to the smaller ones (pickled bytes relayed through it), so the load stays even.
+
+So the counts, the verdicts and every counterexample are the single-process engine's (`bfs.py` defines
+the canonical order). Checkpoints have the single-process format (the coordinator holds the whole visited set):
+either engine resumes the other's.
+"""
+
+from __future__ import annotations
+
+import gc
+import multiprocessing
+import pickle
+from array import array
+from collections.abc import Collection, Iterable
+from multiprocessing.connection import wait
+from typing import Any
+
+import numpy as np
+from kcm.checkers.explore.checkpoint import Checkpointer, Snapshot
+from kcm.checkers.explore.codec import StateCodec
+from kcm.checkers.explore.collector import no_collections
+from kcm.checkers.explore.frontier import MEMO, SPILL, Frontier
+from kcm.checkers.explore.level_loop import Level, ProgressFn, Stopped, Tick, least, run, unreached
+from kcm.checkers.explore.stopping import StopRequest, ignore_signals
+from kcm.checkers.explore.verdicts import Exploration, indexed_successors, state_checks, step_checks
+from kcm.checkers.explore.visited import FP, Visited
+from kcm.model.interface import STATE_KINDS, STEP_KINDS
+from kcm.properties.reads import Rechecks
+
+SLACK = 0.03  # a share may exceed an even split by this fraction of the level before states are handed over
+MIN_MOVE = 32  # fewer states than this are never handed over (the pickling would cost more than it saves)
+POLL = 4  # states expanded between two looks for a request to hand over work
+MIN_STEAL = 4  # a worker with fewer states left to expand keeps them
+WATCH = 0.25  # seconds between two looks at the stop request while the coordinator waits for its workers
+
+
+class Share:
+    """A worker's states to expand, in order, each with its global position in the level.
+
+    Past `spill` states, the states are kept as a `Frontier` (`frontier.py`: the Spark codec's bytes,
+    compressed in chunks, past `spill` in a temporary file), as the local engine keeps its levels; below, as a
+    list. States handed to another worker travel as the codec's bytes when the share holds them so.
+    """
+
+    def __init__(self, rows: Iterable[tuple[int, Any]], encoded: bool, codec: StateCodec, spill: int) -> None:
+        self.codec = codec
+        self.positions = array("q")
+        self.states: Any = Frontier((), codec, spill) if encoded else []
+        self.extend(rows)
+
+    def extend(self, rows: Iterable[tuple[int, Any]]) -> None:
+        """Add (position, state or its bytes) rows at the end."""
+        positions, states = self.positions, self.states
+        listed = type(states) is list
+        decode = self.codec.decode
+        for pos, state in rows:
+            positions.append(pos)
+            states.append(decode(state) if listed and type(state) is bytes else state)
+        if not listed:
+            states.seal()
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    def __getitem__(self, i: int) -> tuple[int, Any]:
+        return self.positions[i], self.states[i]
+
+    def state(self, i: int) -> Any:
+        """The state at index i."""
+        return self.states[i]
+
+    def cut(self, count: int) -> list[tuple[int, Any]]:
+        """Take the last `count` rows out (their states as bytes when the share keeps them encoded)."""
+        end = len(self.positions)
+        start = end - count
+        states = self.states
+        if type(states) is list:
+            out = list(zip(self.positions[start:].tolist(), states[start:], strict=True))
+            del states[start:]
+        else:
+            out = list(zip(self.positions[start:].tolist(), states.blobs(start, end), strict=True))
+            states.truncate(start)
+        del self.positions[start:]
+        return out
+
+    def close(self) -> None:
+        """Let go of the states (a spilled share's temporary file with them)."""
+        if isinstance(self.states, Frontier):
+            self.states.close()
+        self.states = []
+        self.positions = array("q")
+
+
+class _Worker:
+    """One worker process's state: its share of the frontier and the candidates of the level in work."""
+
+    def __init__(self, model: Any, conn: Any, frontier: Share, tally: Any = None, spill: int = SPILL) -> None:
+        self.model, self.conn, self.tally = model, conn, tally
+        self.frontier = frontier  # (global position in the level, state), in position order
+        # A share of more than `spill` states is kept encoded, and so are the level's candidates past that many:
+        # the same threshold per worker as the local engine's per level, over the workers.
+        self.spill, self.codec = spill, frontier.codec
+        self.step_props = [p for p in model.properties() if p.expectation in STEP_KINDS]
+        self.state_props = [p for p in model.properties() if p.expectation in STATE_KINDS]
+        self.rechecks = Rechecks(self.state_props)
+        self.judged = self.state_props  # less the goals reached anywhere (the coordinator's word)
+        # The level's candidates: state (its bytes past `spill`), the parent's index in self.frontier, and the
+        # link sent for it.
+        self.states: list[Any] = []
+        self.local: list[int] = []
+        self.links: tuple[np.ndarray, np.ndarray] = (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64))
+
+    def run(self) -> None:
+        """Serve the coordinator's commands until it says stop (or goes away)."""
+        while True:
+            try:
+                msg = self.conn.recv()
+            except EOFError:
+                return
+            if msg[0] == "stop":
+                return
+            if msg[0] == "expand":
+                try:
+                    report = self.expand()
+                except EOFError:
+                    return
+                self.conn.send(report)
+            elif msg[0] == "winners":
+                self.keep(*msg[1:])
+
+    def expand(self) -> tuple:
+        """Expand the held frontier (and states taken from busier workers) and keep each new fingerprint's least
+        link; the level's report. Every POLL states a request to hand over half of what is left is answered."""
+        model, conn = self.model, self.conn
+        fingerprint = model.fingerprint
+        step_props = self.step_props
+        step_best: dict[str, tuple[int, int]] = {}
+        goal_best: dict[str, tuple[int, int]] = {}  # step goal -> least link that reaches it
+        reached: set[str] = set()
+        transitions = 0
+        successors = indexed_successors if self.tally is None else self.tally.successors
+        seen: dict[int, int] = {}  # fingerprint -> its candidate's index
+        fps: list[int] = []
+        parents: list[int] = []
+        actions: list[int] = []
+        states: list[Any] = []
+        local: list[int] = []
+        work = self.frontier
+        spill, encode = self.spill, self.codec.encode
+        li = 0
+        while True:
+            while li < len(work):
+                if li % POLL == 0 and conn.poll():
+                    msg = conn.recv()
+                    if msg[0] == "stop":  # the coordinator gave the level up
+                        raise EOFError
+                    self._give(msg, work, li)
+                    if li >= len(work):
+                        break
+                pos, state = work[li]
+                for aidx, action, nxt, effects in successors(model, state):
+                    transitions += 1
+                    bad_step, hit = step_checks(model, state, action, nxt, effects, step_props)
+                    if bad_step:
+                        least(step_best, bad_step, (pos, aidx))
+                    if hit:
+                        reached.update(hit)
+                        least(goal_best, hit, (pos, aidx))
+                    fp = fingerprint(nxt)
+                    at = seen.get(fp)
+                    if at is not None:
+                        # States taken from another worker come out of position order: keep the least link.
+                        if (pos, aidx) < (parents[at], actions[at]):
+                            parents[at], actions[at], local[at] = pos, aidx, li
+                            states[at] = nxt if at < spill else encode(nxt)
+                        continue
+                    seen[fp] = len(fps)
+                    fps.append(fp)
+                    parents.append(pos)
+                    actions.append(aidx)
+                    states.append(nxt if len(states) < spill else encode(nxt))
+                    local.append(li)
+                li += 1
+            conn.send(("idle",))
+            msg = conn.recv()
+            while msg[0] == "give":  # a request that crossed our "idle": nothing is left to give
+                self._give(msg, work, li)
+                msg = conn.recv()
+            if msg[0] == "finish":
+                break
+            if msg[0] == "stop":  # the coordinator gave up (another worker died): end here
+                raise EOFError
+            work.extend(pickle.loads(msg[1]))  # noqa: S301 - states pickled by a sibling worker of this run
+        self.frontier = work  # the parents of this level's candidates, by their index `local`
+        self.states, self.local = states, local
+        self.links = (np.array(parents, dtype=np.int64), np.array(actions, dtype=np.int64))
+        counted = self.tally.take() if self.tally is not None else None
+        return ("report", np.array(fps, dtype=FP), self.links[0], self.links[1], step_best, reached, transitions,
+                goal_best, counted)
+
+    def _give(self, msg: tuple, work: Share, done: int) -> None:
+        """Answer a request for work: the last half of the states not expanded yet (none when few are left)."""
+        left = len(work) - done
+        count = left // 2 if left >= MIN_STEAL else 0
+        out = work.cut(count) if count else []
+        self.conn.send(("gift", pickle.dumps(out, pickle.HIGHEST_PROTOCOL) if out else b""))
+
+    def keep(self, winners: np.ndarray, positions: np.ndarray, reached: set[str], gives: list[int],
+             takes: int) -> None:
+        """Keep the winning candidates as the next frontier, judge them, report, then hand over or take states."""
+        model = self.model
+        still = unreached(self.judged, reached)
+        if len(still) != len(self.judged):
+            self.judged, self.rechecks = still, Rechecks(still)
+        after_step = self.rechecks.after_step
+        states, local, frontier = self.states, self.local, self.frontier
+        parents, actions = self.links
+        decode = self.codec.decode
+        state_best: dict[str, tuple[int, int]] = {}
+        goal_best: dict[str, tuple[int, int]] = {}  # state goal -> least link of a new state that reaches it
+        hits: set[str] = set()
+        # Judged in the order the candidates were found, so that their parents are read in the share's order (a
+        # spilled share decodes one chunk at a time); the verdicts are the least links whatever the order.
+        for i in np.sort(winners).tolist():
+            state = states[i]
+            if type(state) is bytes:
+                state = decode(state)
+            # A property reading only parts the step left as they were has the parent's verdict (as in bfs).
+            bad, hit = state_checks(model, state, after_step(frontier.state(local[i]), state))
+            if bad:
+                least(state_best, bad, (int(parents[i]), int(actions[i])))
+            if hit:
+                hits.update(hit)
+                least(goal_best, hit, (int(parents[i]), int(actions[i])))
+        frontier.close()
+        self.frontier = Share((), False, self.codec, self.spill)
+        self.local = []
+        order = np.argsort(positions, kind="stable")
+        kept: list[tuple[int, Any]] = list(zip(positions[order].tolist(),
+                                               (states[i] for i in winners[order].tolist()), strict=True))
+        self.states = states = []
+        self.conn.send(("verdicts", state_best, hits, goal_best))
+        encode = self.codec.encode
+        for count in gives:
+            # States spread evenly over the share, not its tail: the taker's share then spans every position as
+            # the giver's does (a share of the last positions would lose most ties for the least link next time).
+            picked = {len(kept) * i // count for i in range(count)}
+            out = [(pos, s if type(s) is bytes else encode(s)) for i, (pos, s) in enumerate(kept) if i in picked]
+            kept = [row for i, row in enumerate(kept) if i not in picked]
+            self.conn.send_bytes(pickle.dumps(out, pickle.HIGHEST_PROTOCOL))
+        if takes:
+            for _ in range(takes):
+                kept.extend(pickle.loads(self.conn.recv_bytes()))  # noqa: S301 - our own workers' states
+            kept.sort(key=lambda row: row[0])
+        self.frontier = Share(kept, len(kept) > self.spill, self.codec, self.spill)
+
+
+def _serve(model: Any, conn: Any, frontier: Share, coverage: bool, spill: int) -> None:
+    # No cycle collection in a worker at all (it holds immutable states only): turning it back on at the end would
+    # make the process's last allocations scan every object it made, which costs seconds at the exit of a big run.
+    gc.disable()
+    ignore_signals()
+    if not coverage:
+        _Worker(model, conn, frontier, spill=spill).run()
+        return
+    from kcm.checkers.explore.tally import Tally
+
+    tally = Tally()
+    with tally.probing():
+        _Worker(model, conn, frontier, tally, spill).run()
+
+
+class _Pool:
+    """The coordinator's ends of the workers' pipes, with a check that every worker is still there."""
+
+    def __init__(self, model: Any, shares: list[Share], coverage: bool = False,
+                 spill: int = SPILL) -> None:
+        ctx = multiprocessing.get_context("fork")  # the workers inherit the model and their share as they are
+        self.conns, self.procs = [], []
+        self.closed = False
+        for share in shares:
+            mine, theirs = ctx.Pipe()
+            proc = ctx.Process(target=_serve, args=(model, theirs, share, coverage, spill), daemon=True)
+            proc.start()
+            theirs.close()
+            self.conns.append(mine)
+            self.procs.append(proc)
+
+    def _died(self, w: int) -> RuntimeError:
+        """The error that says worker w died (waited for, so that its exit code is known)."""
+        proc = self.procs[w]
+        proc.join(timeout=5)  # its sentinel fires as it exits, a moment before it can be waited for
+        return RuntimeError(f"worker process {proc.pid} died (exit {proc.exitcode})")
+
+    def _ready(self, w: int) -> None:
+        """Wait until worker w has written something (RuntimeError if it died first)."""
+        conn, proc = self.conns[w], self.procs[w]
+        if not conn.poll() and conn not in wait([conn, proc.sentinel]):
+            raise self._died(w)
+
+    def recv(self, w: int) -> Any:
+        """Worker w's next message."""
+        self._ready(w)
+        try:
+            return self.conns[w].recv()
+        except (EOFError, OSError):  # the pipe closed, or was reset as the worker went
+            raise self._died(w) from None
+
+    def send(self, w: int, msg: Any) -> None:
+        """Send worker w a message (RuntimeError if it died)."""
+        try:
+            self.conns[w].send(msg)
+        except OSError:  # a broken or reset pipe: the worker is gone
+            raise self._died(w) from None
+
+    def _ready_any(self, stop: StopRequest | None = None) -> list[int]:
+        """The workers that have written something (waiting for one; RuntimeError if a worker died instead,
+        Stopped if `stop` asks for it meanwhile)."""
+        while True:
+            if stop is not None and stop.poll():
+                raise Stopped
+            ready = wait(self.conns + [p.sentinel for p in self.procs], timeout=None if stop is None else WATCH)
+            if ready:
+                break
+        out = [w for w, conn in enumerate(self.conns) if conn in ready]
+        if not out:
+            raise self._died(next(w for w, p in enumerate(self.procs) if p.sentinel in ready))
+        return out
+
+    def expand(self, stop: StopRequest | None = None) -> list[tuple]:
+        """One level's expansion: every worker's report, an idle worker taking half of a busy one's states left
+        (Stopped if `stop` asks for it before the level is done)."""
+        count = len(self.conns)
+        for w in range(count):
+            self.send(w, ("expand",))
+        reports: list[tuple] = [()] * count
+        pending = count
+        busy = set(range(count))  # workers expanding (the others wait for work or for the end of the level)
+        idle: list[int] = []
+        asked: dict[int, int] = {}  # a busy worker asked for work -> the idle worker that will take it
+        dry: set[int] = set()  # workers that had too little left to give: not asked again this level
+        while pending:
+            for w in self._ready_any(stop):
+                msg = self.recv(w)
+                if msg[0] == "report":
+                    reports[w] = msg
+                    pending -= 1
+                    continue
+                if msg[0] == "idle":
+                    busy.discard(w)
+                    idle.append(w)
+                elif msg[0] == "gift":
+                    thief = asked.pop(w)
+                    if msg[1]:
+                        self.send(thief, ("take", msg[1]))
+                        busy.add(thief)
+                    else:
+                        dry.add(w)
+                        idle.append(thief)
+                while idle:
+                    victims = sorted(b for b in busy if b not in asked and b not in dry)
+                    if not victims:
+                        break
+                    thief = idle.pop()
+                    asked[victims[0]] = thief
+                    self.send(victims[0], ("give",))
+                if not busy and not asked and idle:  # every worker waits: the level is done
+                    for v in idle:
+                        self.send(v, ("finish",))
+                    idle = []
+        return reports
+
+    def relay(self, giver: int, taker: int) -> None:
+        """Pass one batch of pickled states from one worker to another, as bytes (never unpickled here)."""
+        self._ready(giver)
+        try:
+            data = self.conns[giver].recv_bytes()
+        except (EOFError, OSError):
+            raise self._died(giver) from None
+        try:
+            self.conns[taker].send_bytes(data)
+        except OSError:
+            raise self._died(taker) from None
+
+    def close(self, grace: float = 10.0) -> None:
+        """Tell every worker to stop and wait `grace` seconds for it (killed if it has not ended by then); once."""
+        if self.closed:
+            return
+        self.closed = True
+        for conn in self.conns:
+            try:
+                conn.send(("stop",))
+            except OSError:  # that worker is gone already
+                pass
+        for proc in self.procs:
+            proc.join(timeout=grace)
+            if proc.is_alive():
+                proc.kill()
+                proc.join()
+        for conn in self.conns:
+            conn.close()
+
+
+def plan_moves(counts: list[int]) -> list[tuple[int, int, int]]:
+    """(giver, taker, count) handovers that bring the workers' shares of a level close to an even split."""
+    total, n = sum(counts), len(counts)
+    target = [total // n + (1 if w < total % n else 0) for w in range(n)]
+    slack = max(MIN_MOVE, int(total * SLACK))
+    if max(c - t for c, t in zip(counts, target, strict=True)) <= slack:
+        return []
+    surplus = [[w, c - t] for w, (c, t) in enumerate(zip(counts, target, strict=True)) if c > t]
+    deficit = [[w, t - c] for w, (c, t) in enumerate(zip(counts, target, strict=True)) if c < t]
+    moves = []
+    while surplus and deficit:
+        give, take = surplus[-1], deficit[-1]
+        count = min(give[1], take[1])
+        moves.append((give[0], take[0], count))
+        give[1] -= count
+        take[1] -= count
+        if not give[1]:
+            surplus.pop()
+        if not take[1]:
+            deficit.pop()
+    return [m for m in moves if m[2] >= 1]
+
+
+class SharedLevels:
+    """The owner processes' levels: the frontier's states live in the workers, the visited set here."""
+
+    def __init__(self, model: Any, workers: int, coverage: bool = False, spill: int | None = SPILL) -> None:
+        self.model, self.workers, self.coverage = model, workers, coverage
+        # Each worker keeps its share encoded past its part of the local engine's threshold (frontier.py).
+        self.spill = max(1, spill // workers) if spill is not None else 1 << 62
+        self.pool: _Pool | None = None
+
+    def begin(self, states: Iterable[Any]) -> Any:
+        """Start the workers, each with every `workers`-th state of the first frontier (a list, or a resumed
+        level's `Frontier`, read once in order: a big first level is handed over encoded)."""
+        n = self.workers
+        # The forked workers inherit these shares; an encoded one is all in memory (a temporary file's offset
+        # would be shared by the processes), each worker's later levels spill on their own.
+        encoded = len(states) > self.spill  # type: ignore[arg-type]
+        shares = [Share((), encoded, StateCodec(MEMO), 1 << 62) for _ in range(n)]
+        for p, state in enumerate(states):
+            shares[p % n].extend(((p, state),))
+        self.pool = _Pool(self.model, shares, self.coverage, self.spill)
+        return None
+
+    def halt(self) -> None:
+        """Stop the workers at once: they hold nothing the checkpoint needs."""
+        self.close(1.0)
+
+    def close(self, grace: float = 10.0) -> None:
+        """Stop the workers (if started), waiting `grace` seconds for each."""
+        if self.pool is not None:
+            self.pool.close(grace)
+
+    def expand(self, frontier: Any, visited: Visited, found: Exploration, tick: Tick) -> Level:
+        """One level across the workers: their candidates deduped here, the winners judged there."""
+        pool = self.pool
+        assert pool is not None
+        reports = pool.expand(tick.stop)  # Stopped: nothing of the level is recorded yet
+        best: dict[str, tuple[int, int]] = {}
+        goal_best: dict[str, tuple[int, int]] = {}
+        for _, _, _, _, step_best, reached, transitions, goals, counted in reports:
+            found.transitions += transitions
+            found.reached.update(reached)
+            for name, key in goals.items():
+                least(goal_best, (name,), key)
+            if counted is not None:
+                found.tally.merge(counted)
+            for name, key in step_best.items():
+                least(best, (name,), key)
+        fps = np.concatenate([r[1] for r in reports])
+        parents = np.concatenate([r[2] for r in reports])
+        actions = np.concatenate([r[3] for r in reports])
+        who = np.concatenate([np.full(r[1].size, w, dtype=np.int64) for w, r in enumerate(reports)])
+        index = np.concatenate([np.arange(r[1].size, dtype=np.int64) for r in reports])
+        fresh = np.flatnonzero(visited.unseen(fps))
+        # Fingerprint order, and within a fingerprint the least (parent, action) first: the canonical link.
+        order = fresh[np.lexsort((actions[fresh], parents[fresh], fps[fresh]))]
+        first = np.ones(order.size, dtype=bool)
+        first[1:] = fps[order[1:]] != fps[order[:-1]]
+        won = order[first]
+        counts = [int(np.count_nonzero(who[won] == w)) for w in range(self.workers)]
+        moves = plan_moves(counts)
+        for w in range(self.workers):
+            mine = np.flatnonzero(who[won] == w)
+            pool.send(w, ("winners", index[won][mine], mine, found.reached,
+                          [c for g, _, c in moves if g == w], sum(1 for _, t, _ in moves if t == w)))
+        for w in range(self.workers):
+            _, state_best, reached, goals = pool.recv(w)
+            found.reached.update(reached)
+            for name, key in goals.items():
+                least(goal_best, (name,), key)
+            for name, key in state_best.items():
+                least(best, (name,), key)
+        for giver, taker, _ in moves:
+            pool.relay(giver, taker)
+        return Level(fps[won], parents[won], actions[won], None, best, goal_best)
+
+
+def explore(model: Any, workers: int, max_states: int | None = None, progress: ProgressFn | None = None,
+            checkpoint: Checkpointer | None = None, resume: Snapshot | None = None,
+            stop_at: Collection[str] | None = None, coverage: bool = False,
+            stop: StopRequest | None = None, spill: int | None = SPILL) -> Exploration:
+    """Explore the boundary with `workers` processes; the same result as `bfs.explore` (see the module), the
+    coverage counts (`coverage`) included; `stop` cuts it short as it does `bfs.search`; `spill` as
+    `bfs.explore`'s, shared out over the workers (None: every share a list of states)."""
+    found = Exploration(f"local, {workers} workers")
+    if coverage:
+        from kcm.checkers.explore.tally import Tally
+
+        found.tally = Tally()
+    levels = SharedLevels(model, workers, coverage, spill)
+    grace = 10.0
+    try:
+        with no_collections():
+            run(model, found, levels, max_states, progress, checkpoint, resume, stop_at=stop_at, stop=stop)
+    finally:
+        if stop is not None and stop.reason is not None:
+            grace = 1.0  # the workers hold nothing the checkpoint needs: a level in work is not waited for
+        levels.close(grace)
+    return found

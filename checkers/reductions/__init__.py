@@ -1,0 +1,1 @@
+"""The reductions of the state space (broker symmetry, partial-order reduction), each with its soundness gate."""

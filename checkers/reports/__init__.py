@@ -1,0 +1,1 @@
+"""Reports of a run: HTML, Markdown, JUnit XML and SARIF."""

@@ -1,0 +1,1 @@
+"""The distributed explorer on Apache Spark."""
