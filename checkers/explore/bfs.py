@@ -55,8 +55,8 @@ class LocalLevels:
         self.codec = codec_for(spill)
         self.spill_at = spill if spill is not None else 1 << 62
 
-    def begin(self, states: list[Any]) -> Any:
-        """The first frontier, as it is."""
+    def begin(self, states: Iterable[Any]) -> Any:
+        """The first frontier, as it is (a list, or a resumed level's `Frontier`)."""
         return states
 
     def halt(self) -> None:

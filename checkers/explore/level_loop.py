@@ -91,7 +91,7 @@ class Levels(Protocol):
     `count` and `judge`, and `LAZY = True` (see `Lazy`).
     """
 
-    def begin(self, states: list[Any]) -> Any:
+    def begin(self, states: Iterable[Any]) -> Any:
         """Take the first frontier (its states in fingerprint order); the frontier as the engine holds it."""
 
     def expand(self, frontier: Any, visited: Any, found: Exploration, tick: Tick) -> Level:
