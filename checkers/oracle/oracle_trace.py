@@ -121,9 +121,9 @@ def rule_id(message: str) -> str:
     return found.group(0) if found else ""
 
 
-def _broken(rid: str, message: str) -> Finding:
-    """The finding of a rule the replay saw broken: its id, and the message as printed (which starts with it)."""
-    return Finding(rid, message)
+def _broken(rid: str, detail: str, where: str = "") -> Finding:
+    """The finding of a rule the replay saw broken: its id, and the message as printed (the id, then the detail)."""
+    return Finding(rid, f"{rid} ({where}): {detail}" if where else f"{rid}: {detail}")
 
 
 class Verdict(NamedTuple):
@@ -387,17 +387,17 @@ class Replay:
         # a request carries the controller's AR, which is already the target when a reassignment moves the leader,
         # while the replicas leaving are still in the ISR until they are taken offline.
         if znode and ar is not None and not isr <= ar and not (leader == NO_LEADER and len(isr) == 1):
-            return _broken("LeaderInIsrInAr", f"LeaderInIsrInAr ({where}): ISR {_sorted(isr)} is not within the "
+            return _broken("LeaderInIsrInAr", where=where, detail=f"ISR {_sorted(isr)} is not within the "
                                               f"assigned replicas {_sorted(ar)}")
         if leader != NO_LEADER and leader not in isr:
-            return _broken("LeaderInIsrInAr", f"LeaderInIsrInAr ({where}): leader {leader} is not in the ISR "
+            return _broken("LeaderInIsrInAr", where=where, detail=f"leader {leader} is not in the ISR "
                                               f"{_sorted(isr)}")
         if ar is not None and leader != NO_LEADER and leader not in ar:
-            return _broken("LeaderInIsrInAr", f"LeaderInIsrInAr ({where}): leader {leader} is not an assigned replica "
+            return _broken("LeaderInIsrInAr", where=where, detail=f"leader {leader} is not an assigned replica "
                                               f"{_sorted(ar)}")
         seen = self.epoch_leader.get((p["partition"], epoch))
         if seen is not None and seen != leader:
-            return _broken("OneLeaderPerEpoch", f"OneLeaderPerEpoch ({where}): {p['partition']} leader epoch {epoch} "
+            return _broken("OneLeaderPerEpoch", where=where, detail=f"{p['partition']} leader epoch {epoch} "
                                                 f"already had leader {seen}, now {leader}")
         return None
 
@@ -420,12 +420,12 @@ class Replay:
     def _hw_rules(self, partition: str, broker: int, leo: int, hw: int, who: str) -> Finding | None:
         """HW <= LEO; on a leader the HW never decreases within its leader epoch."""
         if hw > leo:
-            return _broken("HwWithinLeo", f"HwWithinLeo: {who} {partition} on broker {broker} has HW {hw} above its "
+            return _broken("HwWithinLeo", f"{who} {partition} on broker {broker} has HW {hw} above its "
                                           f"LEO {leo}")
         log = self._log(partition, broker)
         leads, epoch = self._leads(partition, broker)
         if leads and log.get("hw_epoch") == epoch and hw < log["hw"]:
-            return _broken("LeaderHwMonotone", f"LeaderHwMonotone: the HW of leader {broker} of {partition} (leader "
+            return _broken("LeaderHwMonotone", f"the HW of leader {broker} of {partition} (leader "
                                                f"epoch {epoch}) went down from {log['hw']} to {hw}")
         return None
 
@@ -518,9 +518,9 @@ class Replay:
     def _controller_elected(self, ev: dict[str, Any]) -> Finding | None:
         epoch, broker = ev["epoch"], ev["broker"]
         if epoch <= self.controller_epoch:
-            return _broken("ControllerEpochMonotone", f"ControllerEpochMonotone: {epoch} after {self.controller_epoch}")
+            return _broken("ControllerEpochMonotone", f"{epoch} after {self.controller_epoch}")
         if self._down(broker):
-            return _broken("LiveActors", f"LiveActors: controller election: broker {broker} is down")
+            return _broken("LiveActors", f"controller election: broker {broker} is down")
         self.controller_epoch, self.controller = epoch, broker
         # A new controller initialises both state machines from ZooKeeper and the brokers' liveness without logging
         # a change (a replica on a dead broker starts OfflineReplica or ReplicaDeletionIneligible): what the trace
@@ -529,18 +529,25 @@ class Replay:
         self.replicas = dict.fromkeys(self.replicas, _UNKNOWN)
         return None
 
-    def _partition_state_change(self, ev: dict[str, Any]) -> Finding | None:
-        key = ev["partition"]
-        cur = self.partitions.get(key, PartitionState.NON_EXISTENT)
+    def _table_move(self, table: str, states: dict[str, Any], key: str, ev: dict[str, Any], first: Any,
+                    allows: Callable[[Any, Any], bool]) -> tuple[Any, Finding | None]:
+        """Judge one move of a state-machine table against the state the trace left `key` in; record it if legal."""
+        cur = states.get(key, first)
         if cur == _UNKNOWN:
             cur = ev["from"]  # its first change under this controller: the state it was initialised in
         if cur != ev["from"]:
-            return _broken("TraceConsistent", f"TraceConsistent: partition table: {key} is in {cur}, not {ev['from']}")
-        if not self.rules.allows_partition(cur, ev["to"]):
-            return _broken("ValidTransition", f"ValidTransition: partition table: {cur} -> {ev['to']} not allowed by "
-                                              f"rule set {self.rules.name}")
-        self.partitions[key] = ev["to"]
-        if cur == PartitionState.NON_EXISTENT and ev["to"] == PartitionState.NEW:
+            return cur, _broken("TraceConsistent", f"{table} table: {key} is in {cur}, not {ev['from']}")
+        if not allows(cur, ev["to"]):
+            return cur, _broken("ValidTransition", f"{table} table: {cur} -> {ev['to']} not allowed by "
+                                                   f"rule set {self.rules.name}")
+        states[key] = ev["to"]
+        return cur, None
+
+    def _partition_state_change(self, ev: dict[str, Any]) -> Finding | None:
+        key = ev["partition"]
+        cur, broken = self._table_move("partition", self.partitions, key, ev, PartitionState.NON_EXISTENT,
+                                       self.rules.allows_partition)
+        if broken is None and cur == PartitionState.NON_EXISTENT and ev["to"] == PartitionState.NEW:
             # A partition is created (again): its topic's znode did not exist, so whatever the trace said of a
             # partition of that name belonged to a deleted topic. The deletion's own writes (the replicas taken
             # offline shrink the ISR) come after the move to NonExistentPartition, and the znode's removal when the
@@ -549,20 +556,12 @@ class Replay:
             self.zk.pop(key, None)
             for gone in [k for k in self.epoch_leader if k[0] == key]:
                 del self.epoch_leader[gone]
-        return None
+        return broken
 
     def _replica_state_change(self, ev: dict[str, Any]) -> Finding | None:
         key = f"{ev['partition']}@{ev['replica']}"
-        cur = self.replicas.get(key, ReplicaState.NON_EXISTENT)
-        if cur == _UNKNOWN:
-            cur = ev["from"]  # its first change under this controller: the state it was initialised in
-        if cur != ev["from"]:
-            return _broken("TraceConsistent", f"TraceConsistent: replica table: {key} is in {cur}, not {ev['from']}")
-        if not self.rules.allows_replica(cur, ev["to"]):
-            return _broken("ValidTransition", f"ValidTransition: replica table: {cur} -> {ev['to']} not allowed by "
-                                              f"rule set {self.rules.name}")
-        self.replicas[key] = ev["to"]
-        return None
+        return self._table_move("replica", self.replicas, key, ev, ReplicaState.NON_EXISTENT,
+                                self.rules.allows_replica)[1]
 
     def _leader_and_isr_write(self, ev: dict[str, Any]) -> Finding | None:
         key, epoch, cepoch = ev["partition"], ev["leader_epoch"], ev["controller_epoch"]
@@ -573,24 +572,24 @@ class Replay:
         own = (prev is not None and ev["leader"] == prev["leader"] and epoch == prev["leader_epoch"]
                and cepoch == prev.get("controller_epoch"))
         if cepoch < self.controller_epoch and not own:
-            return _broken("ZkEpochFencing", f"ZkEpochFencing: leader-and-ISR write by controller epoch {cepoch} "
+            return _broken("ZkEpochFencing", f"leader-and-ISR write by controller epoch {cepoch} "
                                              f"after controller epoch {self.controller_epoch} was elected")
         if cepoch > self.controller_epoch:
-            return _broken("EpochsWereElected", f"EpochsWereElected: leader-and-ISR write by controller epoch "
+            return _broken("EpochsWereElected", f"leader-and-ISR write by controller epoch "
                                                 f"{cepoch}, which was never elected")
         if prev is not None:
             if epoch < prev["leader_epoch"]:
-                return _broken("LeaderEpochMonotone", f"LeaderEpochMonotone: {key} leader epoch {epoch} after "
+                return _broken("LeaderEpochMonotone", f"{key} leader epoch {epoch} after "
                                                       f"{prev['leader_epoch']}")
             if ev["zk_version"] <= prev["zk_version"]:
-                return _broken("ZkVersionGrows", f"ZkVersionGrows: {key} zkVersion {ev['zk_version']} after "
+                return _broken("ZkVersionGrows", f"{key} zkVersion {ev['zk_version']} after "
                                                  f"{prev['zk_version']} (a write from a stale version)")
         broken = self._leader_isr_rules("leader-and-ISR write", ev, znode=True)
         if broken:
             return broken
         new_leader = ev["leader"] != NO_LEADER and (prev is None or prev["leader"] != ev["leader"])
         if new_leader and self._down(ev["leader"]):
-            return _broken("CleanElection", f"CleanElection: leader election: new leader {ev['leader']} of {key} is "
+            return _broken("CleanElection", f"leader election: new leader {ev['leader']} of {key} is "
                                             f"down")
         broken = self._selector_rules(ev, prev) if new_leader and prev is not None else None
         if broken:
@@ -608,29 +607,29 @@ class Replay:
         replica, and only when no ISR member is known live. A preferred election picks the first replica of AR."""
         election, leader, key = ev.get("election"), ev["leader"], ev["partition"]
         if election != "unclean" and leader not in prev["isr"]:
-            return _broken("CleanElection", f"CleanElection: {key} elected {leader}, not in the ISR "
+            return _broken("CleanElection", f"{key} elected {leader}, not in the ISR "
                                             f"{_sorted(prev['isr'])} it had (only an election marked unclean may)")
         live_isr = [b for b in prev["isr"] if self.live.get(b) is True]
         if election == "unclean" and live_isr:
-            return _broken("CleanElection", f"CleanElection: unclean election of {key} while ISR members {live_isr} "
+            return _broken("CleanElection", f"unclean election of {key} while ISR members {live_isr} "
                                             f"are live")
         ar = ev.get("replicas", prev.get("replicas"))
         if election == "preferred" and ar and leader != ar[0]:
-            return _broken("PreferredElectionChoosesPreferred", f"PreferredElectionChoosesPreferred: preferred "
+            return _broken("PreferredElectionChoosesPreferred", f"preferred "
                                                                 f"election of {key} chose "
                                                                 f"{leader}, not the preferred replica {ar[0]}")
         return None
 
     def _request_sent(self, ev: dict[str, Any]) -> Finding | None:
         if ev["controller_epoch"] > self.controller_epoch:
-            return _broken("EpochsWereElected", f"EpochsWereElected: request sent with controller epoch "
+            return _broken("EpochsWereElected", f"request sent with controller epoch "
                                                 f"{ev['controller_epoch']}, never elected")
         for p in ev["partitions"]:
             if "leader" not in p:
                 continue
             written = self.zk.get(p["partition"])
             if written is not None and p["leader_epoch"] > written["leader_epoch"]:
-                return _broken("RequestsCarryWrites", f"RequestsCarryWrites: {ev['request']} sent: {p['partition']} "
+                return _broken("RequestsCarryWrites", f"{ev['request']} sent: {p['partition']} "
                                                       f"leader epoch {p['leader_epoch']} was never written "
                                                       f"(ZooKeeper has {written['leader_epoch']})")
             broken = self._leader_isr_rules(f"{ev['request']} sent", p)
@@ -646,14 +645,14 @@ class Replay:
         if not ev.get("accepted", True):
             return None  # a refusal is always allowed: the rules are about what a broker applies
         if self._down(broker):
-            return _broken("LiveActors", f"LiveActors: broker {broker} is down and cannot apply a {ev['request']} "
+            return _broken("LiveActors", f"broker {broker} is down and cannot apply a {ev['request']} "
                                          f"request")
         if cepoch < self.applied_epoch.get(broker, 0):
-            return _broken("EpochFencing", f"EpochFencing: broker {broker} applied a {ev['request']} request of "
+            return _broken("EpochFencing", f"broker {broker} applied a {ev['request']} request of "
                                            f"controller epoch {cepoch} "
                                            f"after applying controller epoch {self.applied_epoch[broker]}")
         if cepoch > self.controller_epoch:
-            return _broken("NoBrokerAheadOfZk", f"NoBrokerAheadOfZk: broker {broker} applied controller epoch "
+            return _broken("NoBrokerAheadOfZk", f"broker {broker} applied controller epoch "
                                                 f"{cepoch}, which was never elected")
         view = self.broker_view.get(broker, {})
         for p in ev["partitions"]:
@@ -663,7 +662,7 @@ class Replay:
                     return broken
                 mine = view.get(p["partition"])
                 if ev["request"] == "LeaderAndIsr" and mine is not None and p["leader_epoch"] < mine["leader_epoch"]:
-                    return _broken("LeaderEpochFencing", f"LeaderEpochFencing: broker {broker} applied "
+                    return _broken("LeaderEpochFencing", f"broker {broker} applied "
                                                          f"{p['partition']} leader epoch "
                                                          f"{p['leader_epoch']} after leader epoch "
                                                          f"{mine['leader_epoch']}")
@@ -688,7 +687,7 @@ class Replay:
     def _broker_up(self, ev: dict[str, Any]) -> Finding | None:
         broker = ev["broker"]
         if self.live.get(broker) is True:
-            return _broken("TraceConsistent", f"TraceConsistent: broker {broker} came up while it was up")
+            return _broken("TraceConsistent", f"broker {broker} came up while it was up")
         self.live[broker] = True
         # A restarted broker starts from nothing in memory: no controller epoch, no partition roles.
         self.applied_epoch.pop(broker, None)
@@ -701,24 +700,24 @@ class Replay:
     def _broker_down(self, ev: dict[str, Any]) -> Finding | None:
         broker = ev["broker"]
         if self._down(broker):
-            return _broken("TraceConsistent", f"TraceConsistent: broker {broker} went down while it was down")
+            return _broken("TraceConsistent", f"broker {broker} went down while it was down")
         self.live[broker] = False
         return None
 
     def _produce(self, ev: dict[str, Any]) -> Finding | None:
         key, broker = ev["partition"], ev["broker"]
         if self._down(broker):
-            return _broken("LiveActors", f"LiveActors: produce: broker {broker} is down")
+            return _broken("LiveActors", f"produce: broker {broker} is down")
         leads, epoch = self._leads(key, broker)
         if leads is False:
-            return _broken("OnlyLeadersAppend", f"OnlyLeadersAppend: broker {broker} appended to {key} but is not its "
+            return _broken("OnlyLeadersAppend", f"broker {broker} appended to {key} but is not its "
                                                 f"leader (leader epoch {epoch})")
         log = self._log(key, broker)
         if "leo" in log and ev["offset"] != log["leo"]:
-            return _broken("OffsetsConsistent", f"OffsetsConsistent: {key} on broker {broker} appended at offset "
+            return _broken("OffsetsConsistent", f"{key} on broker {broker} appended at offset "
                                                 f"{ev['offset']}, its LEO was {log['leo']}")
         if ev["leo"] != ev["offset"] + ev.get("count", 1):
-            return _broken("OffsetsConsistent", f"OffsetsConsistent: {key} on broker {broker} appended "
+            return _broken("OffsetsConsistent", f"{key} on broker {broker} appended "
                                                 f"{ev.get('count', 1)} at {ev['offset']} but reports LEO {ev['leo']}")
         broken = self._hw_rules(key, broker, ev["leo"], ev["hw"], "leader")
         if broken:
@@ -730,20 +729,20 @@ class Replay:
         key, follower, leader = ev["partition"], ev["broker"], ev["leader"]
         for b in (follower, leader):
             if self._down(b):
-                return _broken("LiveActors", f"LiveActors: fetch: broker {b} is down")
+                return _broken("LiveActors", f"fetch: broker {b} is down")
         if follower == leader:
-            return _broken("FetchFromLeader", f"FetchFromLeader: broker {leader} fetched {key} from itself")
+            return _broken("FetchFromLeader", f"broker {leader} fetched {key} from itself")
         leads, epoch = self._leads(key, leader)
         if leads is False:
-            return _broken("FetchFromLeader", f"FetchFromLeader: {key} fetched from broker {leader}, which is not its "
+            return _broken("FetchFromLeader", f"{key} fetched from broker {leader}, which is not its "
                                               f"leader (leader epoch {epoch})")
         llog = self._log(key, leader)
         leader_leo = ev.get("leader_leo", llog.get("leo"))
         if leader_leo is not None and ev["fetch_offset"] > leader_leo:
-            return _broken("OffsetsConsistent", f"OffsetsConsistent: {key} fetch at offset {ev['fetch_offset']} "
+            return _broken("OffsetsConsistent", f"{key} fetch at offset {ev['fetch_offset']} "
                                                 f"beyond leader {leader}'s LEO {leader_leo}")
         if ev["leo"] > (leader_leo if leader_leo is not None else ev["leo"]):
-            return _broken("OffsetsConsistent", f"OffsetsConsistent: follower {follower} of {key} has LEO {ev['leo']} "
+            return _broken("OffsetsConsistent", f"follower {follower} of {key} has LEO {ev['leo']} "
                                                 f"beyond leader's LEO {leader_leo}")
         leader_hw = ev.get("leader_hw", llog.get("hw"))
         if leader_hw is not None and leader_leo is not None:
@@ -751,7 +750,7 @@ class Replay:
             if broken:
                 return broken
         if leader_hw is not None and ev["hw"] > leader_hw:
-            return _broken("HwWithinLeo", f"HwWithinLeo: follower {follower} of {key} has HW {ev['hw']} above the "
+            return _broken("HwWithinLeo", f"follower {follower} of {key} has HW {ev['hw']} above the "
                                           f"leader's HW {leader_hw}")
         broken = self._hw_rules(key, follower, ev["leo"], ev["hw"], "follower")
         if broken:

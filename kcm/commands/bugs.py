@@ -77,12 +77,14 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _table(rows: list[dict]) -> str:
-    head = (f"{'variant':12} {'property broken':26} {'trace':>5} {'states':>8} {'time s':>7}   "
+    # The property column is as wide as its longest name, so a long one does not push its row out of line.
+    wide = max([len("property broken"), *(len(r["property"] or "NOT FOUND") for r in rows)])
+    head = (f"{'variant':12} {'property broken':{wide}} {'trace':>5} {'states':>8} {'time s':>7}   "
             f"{'fixed':6} {'states':>8} {'time s':>7}")
     lines = [head, "-" * len(head)]
     for r in rows:
         fixed = "clean" if r["fixed_clean"] else ("partial" if not r["fixed_complete"] else "BROKEN")
-        lines.append(f"{r['name']:12} {(r['property'] or 'NOT FOUND'):26} {r['trace_length'] or '-':>5} "
+        lines.append(f"{r['name']:12} {(r['property'] or 'NOT FOUND'):{wide}} {r['trace_length'] or '-':>5} "
                      f"{r['states']:>8,} {r['seconds']:>7}   {fixed:6} {r['fixed_states']:>8,} {r['fixed_seconds']:>7}")
         if r.get("error"):
             lines.append(f"{'':12} {r['error']}")
