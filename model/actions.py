@@ -432,6 +432,29 @@ class ControllerEvent(NamedTuple):
         return step
 
 
+@operation("controller_move", extension=True)
+class ControllerMove(NamedTuple):
+    """/controller is deleted and re-created by `broker` while the old controller keeps its ZooKeeper session.
+
+    Unlike `controller_resign` (the controller's session is lost, and with it its queue), the old controller learns
+    of the move only from the Reelect its /controller watch queued behind the events it already holds (grain
+    "event"): until then it processes them as the active controller, and the first write the /controller_epoch
+    zkVersion refuses makes it resign.
+    """
+
+    broker: int
+    BROKER_FIELDS = (("broker", BROKER),)
+
+    @classmethod
+    def from_step(cls, step: dict[str, Any]) -> ControllerMove:
+        """The action of a schema-valid `controller_move` step."""
+        return cls(int(step["broker"]))
+
+    def to_step(self) -> dict[str, Any]:
+        """This action as a (extension) step."""
+        return {"op": "controller_move", "broker": self.broker}
+
+
 # The contract's acks values, with Kafka's own spelling of acks=all (-1); anything else is refused (KeyError), never
 # run as acks=1.
 _ACKS = {"all": "all", -1: "all", 1: "1", "1": "1"}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kcm.model.actions import ControllerResign
+from kcm.model.actions import ControllerMove, ControllerResign
 from kcm.model.cluster import NO_CONTROLLER, NO_LEADER, Reassignment
 from kcm.model.errors import BrokerNotAvailable
 from kcm.model.fmap import get
@@ -146,15 +146,33 @@ def controller_resign(t: Txn, a: ControllerResign) -> None:
         raise BrokerNotAvailable(f"broker {a.broker} is not live and cannot win the election")
     if not [b for b, s in t.items("brokers") if s.alive]:
         raise BrokerNotAvailable("no live broker to elect as controller")
-    old = t.ctx.controller_id
     # The old controller may still be finishing an event with its stale context when another broker wins. Since
     # Kafka 1.1 the loss of its session clears its queue (Expire goes first); variant KAFKA-3083 (before 1.1): the
     # events already queued are still processed, with the stale context, before it learns it resigned.
-    keeps_queue = t.config.has("KAFKA-3083") and bool(t.ctx.events)
+    _hand_over(t, a.broker, t.config.has("KAFKA-3083") and bool(t.ctx.events), ())
+
+
+@handles(ControllerMove)
+def controller_move(t: Txn, a: ControllerMove) -> None:
+    """/controller is deleted and re-created by the named broker; the old controller keeps its session.
+
+    Its /controller watch queues Reelect behind the events it holds (a plain put, not Expire's clearAndPut), so it
+    goes on processing them as the active controller until a write is refused or the Reelect tells it it moved. With
+    nothing queued it resigns at once: the Reelect would be its next event and nothing else is between.
+    """
+    if not (a.broker in t.brokers and t.brokers[a.broker].alive):
+        raise BrokerNotAvailable(f"broker {a.broker} is not live and cannot take /controller")
+    if a.broker == t.zk.controller:
+        raise BrokerNotAvailable(f"broker {a.broker} already holds /controller")
+    _hand_over(t, a.broker, bool(t.ctx.events), (("Reelect", ""),))
+
+
+def _hand_over(t: Txn, broker: int, keeps_queue: bool, learns_by: tuple) -> None:
+    """Elect `broker` (or the lowest live id); the old controller may go on acting from its stale context."""
+    old = t.ctx.controller_id
     zombie = None
     if (t.config.zombie_controller or keeps_queue) and old >= 0 and t.brokers[old].alive:
         zombie = freeze_context(t.ctx)
-        if not keeps_queue and zombie.events:
-            zombie = zombie._replace(events=())
-    elect_controller(t, a.broker)
+        zombie = zombie._replace(events=zombie.events + learns_by if keeps_queue else ())
+    elect_controller(t, broker)
     t.zombie = zombie if zombie is not None and t.ctx.controller_id != old else None

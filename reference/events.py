@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kcm.model.actions import ControllerEvent
-from kcm.model.errors import NoEventQueued, NotController
+from kcm.model.errors import NoEventQueued, NotController, StaleControllerEpoch
 from kcm.model.txn import Txn, freeze_context, thaw_context
 from kcm.reference import requests
 from kcm.reference.handlers import handles
@@ -59,6 +59,13 @@ def drain(t: Txn) -> None:
         pass
 
 
+@processes("Reelect")
+def reelect(t: Txn, _: Any) -> None:
+    """Reelect on a controller that moved: /controller names another broker, so it resigns (maybeResign), and its
+    election finds /controller taken; nothing it still had queued would run as the active controller."""
+    t.ctx.events = ()
+
+
 @handles(ControllerEvent)
 def controller_event(t: Txn, a: ControllerEvent) -> None:
     """The (zombie) controller processes the event at the head of its queue."""
@@ -71,6 +78,15 @@ def controller_event(t: Txn, a: ControllerEvent) -> None:
         raise NotController("no previous controller is still acting")
     if not t.zombie.events:
         raise NoEventQueued("the previous controller has no event queued")
+    if _refused(t):
+        # ControllerMovedException: the event's first ZooKeeper write fails the /controller_epoch zkVersion check,
+        # so it changed nothing in ZooKeeper and sent nothing; the controller resigns (maybeResign) and what else it
+        # had queued finds it inactive.
+        name = t.zombie.events[0][0]
+        t.note(f"controller {t.zombie.controller_id} moved: its {name} write was refused by the /controller_epoch "
+               f"zkVersion (ControllerMovedException); it resigns")
+        t.zombie = None
+        return
     live_ctx = t.swap_context(thaw_context(t.zombie))
     try:
         process_next(t)
@@ -79,3 +95,21 @@ def controller_event(t: Txn, a: ControllerEvent) -> None:
         zombie = freeze_context(t.swap_context(live_ctx))
     # Once its queue is empty it handles the loss of its session (onControllerResignation) and stops acting.
     t.zombie = zombie if zombie.events else None
+
+
+def _refused(t: Txn) -> bool:
+    """Whether the zombie's next event makes a controller write that its stale epoch zkVersion gets refused.
+
+    The event is tried on a scratch copy of the step, so that a refusal part-way leaves nothing of it behind.
+    """
+    if t.zombie is None or t.zombie.epoch_zk_version == t.zk.controller_epoch_zk_version:
+        return False
+    scratch = Txn(t.config, t.base)
+    scratch.max_leader_epoch, scratch.max_controller_epoch = t.max_leader_epoch, t.max_controller_epoch
+    scratch.swap_context(thaw_context(t.zombie))
+    try:
+        process_next(scratch)
+        requests.flush(scratch)
+    except StaleControllerEpoch:
+        return True
+    return False
