@@ -32,7 +32,7 @@ import time
 from typing import Any
 
 from kcm.checkers.core.bounded import BoundedSystem, load_config
-from kcm.checkers.explore import bfs, frontier, workers
+from kcm.checkers.explore import bfs, frontier, runs, workers
 from kcm.checkers.explore.collector import no_collections
 
 SKIP = (type, type(sys), type(len), type(lambda: 0))  # shared by every state: not the frontier's own memory
@@ -62,8 +62,12 @@ def deep_size(states: Any) -> int:
     return total
 
 
-def child(config: str, max_states: int, spill: int | None, deep: bool) -> dict[str, Any]:
-    """One measured run in this process."""
+def child(config: str, max_states: int, spill: int | None, deep: bool, run_size: int | None) -> dict[str, Any]:
+    """One measured run in this process (`run_size`: the level in work on disk in runs of that many states;
+    None: kept in memory)."""
+    from kcm.checkers.explore.level_loop import run
+    from kcm.checkers.explore.verdicts import Exploration
+
     model = BoundedSystem(load_config(config))
     inner = bfs.expander(model)
     last: list[Any] = []
@@ -74,20 +78,29 @@ def child(config: str, max_states: int, spill: int | None, deep: bool) -> dict[s
         levels.append([len(frontier), status("VmRSS")])
         return inner(frontier)
 
+    engine = bfs.LocalLevels(model, expand_level, True, spill, run_size)
     gc.collect()
     base = status("VmRSS")
     start = time.perf_counter()
     with no_collections():
-        found = bfs.search(model, "local", expand_level, max_states, spill=spill)
+        found = run(model, Exploration("local"), engine, max_states)
     seconds = time.perf_counter() - start
     peak = status("VmHWM")
     frontier = last[0] if last else []
     n = found.distinct_states
-    out = {"config": config, "spill": spill, "distinct_states": n, "depth": found.depth, "seconds": round(seconds, 1),
-           "levels": [size for size, _ in levels], "rss_at_level_start": [rss for _, rss in levels],
-           "baseline_rss": base, "peak_rss": peak, "peak_per_state": round((peak - base) / max(1, n), 1),
+    sizes = [size for size, _ in levels] + [n - sum(size for size, _ in levels)]  # the last level, not expanded
+    out = {"config": config, "spill": spill, "run_size": run_size, "distinct_states": n, "depth": found.depth,
+           "transitions": found.transitions, "seconds": round(seconds, 1), "levels": sizes,
+           "rss_at_level_start": [rss for _, rss in levels], "baseline_rss": base, "peak_rss": peak,
+           "peak_per_state": round((peak - base) / max(1, n), 1),
            "visited_bytes_per_state": round(found.visited.nbytes() / max(1, n), 1),
-           "last_frontier": len(frontier)}
+           "last_frontier": len(frontier), "level_in_work": sizes[-1],
+           # What the peak level in work added over the resident set at its start, per state it found.
+           "level_in_work_bytes_per_state": round((peak - levels[-1][1]) / max(1, sizes[-1]), 1) if levels else 0}
+    if engine.last_runs is not None:
+        count, records, size, written = engine.last_runs
+        out.update(runs=count, run_records=records, run_disk_bytes_per_state=round(size / max(1, sizes[-1]), 1),
+                   run_written_bytes_per_state=round(written / max(1, sizes[-1]), 1))
     encoded = getattr(frontier, "encoded_bytes", None)
     if encoded is not None:
         out["frontier_encoded_bytes_per_state"] = round(encoded / max(1, len(frontier)), 1)
@@ -200,6 +213,9 @@ def main() -> int:
     ap.add_argument("--deep", action="store_true", help="count the last frontier's Python objects (slow)")
     ap.add_argument("--workers", type=int, help="measure the owner processes (all processes summed) instead")
     ap.add_argument("--resume", metavar="FILE", help="measure the rebuild of this checkpoint's frontier instead")
+    ap.add_argument("--run-size", type=int, default=runs.RUN,
+                    help="with --spill, the level in work on disk in runs of this many states (0: in memory)")
+    ap.add_argument("--skip-objects", action="store_true", help="leave out the run with the frontier as objects")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -208,37 +224,76 @@ def main() -> int:
         elif args.workers:
             print(json.dumps(workers_child(args.config, args.max_states, args.workers, args.spill is not None)))
         else:
-            print(json.dumps(child(args.config, args.max_states, args.spill, args.deep)))
+            print(json.dumps(child(args.config, args.max_states, args.spill, args.deep, args.run_size or None)))
         return 0
     if args.workers or args.resume:
         return compare(args)
-    runs = []
-    for spill in [None] + ([args.spill] if args.spill is not None else []):
+    mib = 1 << 20
+    plans: list[tuple[str, int | None, int | None]] = [] if args.skip_objects else [("frontier in RAM", None, None)]
+    if args.spill is not None:
+        plans += [(f"frontier spilled past {args.spill:,}, level in work in memory", args.spill, None),
+                   (f"frontier spilled past {args.spill:,}, level in work on disk (runs of {args.run_size:,})",
+                    args.spill, args.run_size)]
+    done_runs = []
+    for how, spill, run_size in plans:
         cmd = [sys.executable, __file__, "--child", "--config", args.config, "--max-states", str(args.max_states)]
         cmd += (["--spill", str(spill)] if spill is not None else []) + (["--deep"] if args.deep else [])
+        cmd += ["--run-size", str(run_size if run_size is not None else 0)]
         done = subprocess.run(cmd, capture_output=True, text=True)
         if done.returncode:
             sys.exit(f"bench_memory: the run failed: {done.stderr.strip()[-500:]}")
         run = json.loads(done.stdout)
-        runs.append(run)
-        mib = 1 << 20
-        print(f"{args.config} up to {args.max_states:,} states, frontier "
-              f"{'in RAM' if spill is None else f'spilled past {spill:,} states'}: {run['distinct_states']:,} states, "
+        done_runs.append(run)
+        print(f"{args.config} up to {args.max_states:,} states, {how}: {run['distinct_states']:,} states, "
               f"depth {run['depth']}, {run['seconds']} s; resident {run['baseline_rss'] / mib:,.0f} MiB before, "
-              f"peak {run['peak_rss'] / mib:,.0f} MiB: {run['peak_per_state']:,} bytes/state over the baseline; "
-              f"visited set {run['visited_bytes_per_state']} bytes/state; last frontier {run['last_frontier']:,}"
+              f"peak {run['peak_rss'] / mib:,.0f} MiB: {run['peak_per_state']:,} bytes/state over the baseline",
+              flush=True)
+        print(f"  visited set {run['visited_bytes_per_state']} bytes/state; last frontier {run['last_frontier']:,}"
               + (f", {run['frontier_object_bytes_per_state']:,} bytes/state as objects"
                  if "frontier_object_bytes_per_state" in run else "")
               + (f", {run['frontier_encoded_bytes_per_state']:,} bytes/state encoded, "
                  f"{run['frontier_in_ram_bytes'] / mib:,.1f} MiB of it in RAM"
                  if "frontier_encoded_bytes_per_state" in run else ""), flush=True)
+        print(f"  level in work {run['level_in_work']:,} states: the peak is "
+              f"{run['level_in_work_bytes_per_state']:,} bytes/state of it over the resident set at its start"
+              + (f"; {run['runs']:,} runs on disk, {run['run_disk_bytes_per_state']} bytes/state there, "
+                 f"{run['run_written_bytes_per_state']} bytes/state of fingerprints in RAM" if "runs" in run else ""),
+              flush=True)
         print(f"  levels {run['levels']}; resident at each level's start (MiB) "
               f"{[round(r / mib) for r in run['rss_at_level_start']]}", flush=True)
-    if len(runs) == 2:
-        same = all(runs[0][k] == runs[1][k] for k in ("distinct_states", "depth", "levels"))
-        print(f"same states, depth and levels with and without spilling: {same}; peak "
-              f"{runs[1]['peak_rss'] / max(1, runs[0]['peak_rss']):.2f}x")
+    keys = ("distinct_states", "depth", "transitions", "levels")
+    same = all(r[k] == done_runs[0][k] for r in done_runs for k in keys)
+    print(f"same states, transitions, depth and levels in every run: {same}")
+    if len(done_runs) >= 2:
+        before, after = done_runs[-2], done_runs[-1]
+        print(f"level in work on disk against in memory: peak {after['peak_rss'] / max(1, before['peak_rss']):.2f}x "
+              f"({before['peak_rss'] / mib:,.0f} -> {after['peak_rss'] / mib:,.0f} MiB), time "
+              f"{after['seconds'] / max(0.1, before['seconds']):.2f}x ({before['seconds']} -> {after['seconds']} s)")
+        projection(after)
     return 0
+
+
+def projection(run: dict[str, Any]) -> None:
+    """What 10^8 states would take at this run's measured figures: the parts that grow with the states, summed."""
+    target = 10 ** 8
+    n = run["distinct_states"]
+    # The largest level of a space is taken as 40% of its states (large's last level here: 68%, still growing;
+    # at the end of a closing search levels shrink); its level in work and the frontier before it both scale with
+    # it.
+    level = 0.4 * target
+    visited = run["visited_bytes_per_state"] * target
+    visited_merge = 2 * 8 * target  # a level joins the sorted fingerprints by a copy: 2 arrays of 8 bytes at once
+    frontier_ram = 8 * level  # each state's end offset in its chunk; the chunks themselves are on disk
+    work = run["level_in_work_bytes_per_state"] * level
+    total = visited + visited_merge + frontier_ram + work
+    gib = 1 << 30
+    whole = run["peak_per_state"] * target  # the crude figure: this run's whole peak per state, times 10^8
+    print(f"projection for {target:,} states (largest level {level:,.0f}, from this {n:,}-state run): visited set "
+          f"{visited / gib:.1f} GiB (+{visited_merge / gib:.1f} GiB while a level joins), frontier in RAM "
+          f"{frontier_ram / gib:.1f} GiB, level in work {work / gib:.1f} GiB "
+          f"({run['level_in_work_bytes_per_state']} bytes/state): {total / gib:.1f} GiB; "
+          f"{'under' if total < 24 * gib else 'over'} 24 GiB (this run's peak per state times 10^8: "
+          f"{whole / gib:.1f} GiB)")
 
 
 if __name__ == "__main__":
