@@ -38,6 +38,9 @@ class ClusterConfig(NamedTuple):
     # Whether a controller that loses /controller keeps its stale context and may still act once (a zombie).
     zombie_controller: bool = False
     grain: str = "coarse"
+    # Kafka's controller.message.queue.size: each controller-to-broker queue's capacity, read only under variant
+    # KAFKA-1305 (0.8.1's default, 10; since 0.8.2 the queues are unbounded).
+    controller_message_queue_size: int = 10
 
     def rule_set(self) -> RuleSet:
         """The transition tables this run uses."""

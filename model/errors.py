@@ -127,3 +127,10 @@ class NoEventQueued(KcmError):
     """A controller-event step found no event in that controller's queue (grain "event")."""
 
     name = "NoEventQueued"
+
+
+class ControllerBlocked(KcmError):
+    """A step that needs the controller lock while the controller holds it, blocked on a full request queue
+    (variant KAFKA-1305)."""
+
+    name = "ControllerBlocked"

@@ -11,7 +11,7 @@ from __future__ import annotations
 # rule, unclean election).
 SWITCHES = ("KAFKA-7128", "KAFKA-6082", "KAFKA-1120", "KAFKA-8152", "KAFKA-4214", "KAFKA-9478", "KAFKA-2729",
             "KAFKA-12315", "KAFKA-2937", "KAFKA-6650", "KAFKA-3083",
-            "KAFKA-9307")
+            "KAFKA-9307", "KAFKA-1305")
 # Deliberate bugs with no Kafka release behind them, for the mutation suite.
 MUTANT_SWITCHES = ("no-zkversion-check", "no-broker-epoch-check")
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kcm.model import channels
 from kcm.model.actions import Deliver, Reassign, Replicate
 from kcm.model.cluster import NO_LEADER, Cluster, Reassignment
 from kcm.model.effects import Effects, LeaderAndIsrRequest
@@ -21,6 +22,7 @@ from kcm.properties.facts import (
     NO_DELETION_QUEUE,
     NO_REASSIGNMENT_STATE,
     STOPS_ANYWHERE,
+    TRACE_NO,
     declared_in,
     rule,
 )
@@ -530,6 +532,22 @@ def some_stale_request_refused(model: Any, before: Cluster, action: Any, after: 
     brokers = dict(before.brokers)
     return any(r.broker in brokers and r.controller_epoch < brokers[r.broker].controller_epoch
                for r in effects.requests)
+
+
+@rule("ControllerNotDeadlocked", ALWAYS, needs=("delivery:async",),
+      trace=TRACE_NO + "controller-to-broker queue or lock: only the requests each broker took",
+      log=LOG_NO + "the controller's request queues or its lock",
+      ignored_requests="the reduction takes requests out of the queues within the step that fills them, so a "
+                       "queue it judges is not the queue the controller waits on",
+      induction=facts.INDUCTION_NO_REQUESTS, bmc=facts.BMC_NOT_RESTATED)
+@reads("inflight", "ctx.controller_id", "ctx.epoch")
+def controller_not_deadlocked(model: Any, state: Cluster) -> bool:
+    """The controller never waits, lock held, for room in a request queue whose send thread waits for its lock.
+
+    Only bounded queues (variant KAFKA-1305, Kafka 0.8.1's controller.message.queue.size) can be full; the send
+    thread holding topic deletion's StopReplica runs its response callback under the controller lock.
+    """
+    return not channels.deadlocked(model.config, state)
 
 
 PROPERTIES: list[Property] = declared_in(globals())

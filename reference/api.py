@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from kcm.model import actions as A
+from kcm.model import channels
 from kcm.model.cluster import Cluster, ClusterConfig, initial_cluster
 from kcm.model.effects import Effects
-from kcm.model.errors import KcmError
+from kcm.model.errors import ControllerBlocked, KcmError
 from kcm.model.txn import Txn
 from kcm.reference import (  # noqa: F401 (importing a handler's module registers it: reference/handlers.py)
     brokers,
@@ -25,6 +27,12 @@ from kcm.reference import (  # noqa: F401 (importing a handler's module register
     zombie,
 )
 from kcm.reference.handlers import HANDLERS
+
+# Variant KAFKA-1305: the steps whose controller work takes the controller lock, and so wait while the controller,
+# holding it, is blocked on a full request queue. The others only write ZooKeeper or queue an event (a listener that
+# waits for the lock), are a broker's own, or end the controller (a failover).
+_TAKE_LOCK = (A.ControllerEvent, A.PreferredElection, A.Reassign, A.ControlledShutdown, A.PartitionTransition,
+              A.ReplicaTransition, A.SessionExpiry, A.BrokerBounce)
 
 
 def start(config: ClusterConfig) -> tuple[Cluster, Effects]:
@@ -45,12 +53,24 @@ def step(config: ClusterConfig, state: Cluster, action: Any,
     handler = HANDLERS.get(type(action))
     if handler is None:
         raise TypeError(f"no handler for {type(action).__name__}; known: {', '.join(c.__name__ for c in HANDLERS)}")
+    bounded = channels.VARIANT in config.variants
+    if bounded and isinstance(action, _TAKE_LOCK) and not getattr(action, "zombie", False):
+        waited = channels.blocked(config, state)
+        if waited is not None:
+            raise ControllerBlocked(f"the controller holds its lock, blocked putting a request into the full queue "
+                                    f"of broker {waited[0]}: {action.to_step()['op']} waits for the lock")
     t = Txn(config, state)
     if limits is not None:
         t.max_leader_epoch, t.max_controller_epoch = limits
     handler(t, action)
     if config.grain == "coarse":
-        events.drain(t)
+        if bounded:
+            # The queued events wait while the controller is blocked holding its lock, and run once it is free.
+            while channels.blocked_on(config, t.ctx.controller_id, t.ctx.epoch, t.items("inflight")) is None:
+                if not events.process_next(t):
+                    break
+        else:
+            events.drain(t)
     requests.flush(t)
     return t.commit()
 

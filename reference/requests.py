@@ -5,17 +5,21 @@ machine call and sends them per broker in that order. Under the contract (delive
 reaches its broker within the operation that sends it. Under delivery "async" a sent request waits in the
 broker's queue (`Cluster.inflight`, one FIFO per broker like Kafka's RequestSendThread) until a `deliver`
 step, so brokers can act on old information and requests of a controller that has since lost its epoch can
-still arrive. The controller's own bookkeeping does not wait for responses in either mode.
+still arrive. The controller's own bookkeeping does not wait for responses in either mode. Under variant
+KAFKA-1305 (Kafka 0.8.1) each queue holds `controller_message_queue_size` requests besides the one its send thread
+holds; a controller with more to put waits, holding its lock, and a send thread holding topic deletion's
+StopReplica waits for that lock to run the response's callback (`kcm.model.channels`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from kcm.model import channels
 from kcm.model.actions import Deliver
 from kcm.model.cluster import NO_LEADER, BrokerState, ReplicaData, replace
 from kcm.model.effects import LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest
-from kcm.model.errors import NoRequestInFlight
+from kcm.model.errors import ControllerBlocked, NoRequestInFlight
 from kcm.model.fmap import EMPTY
 from kcm.model.names import tp_name
 from kcm.model.txn import Txn, draft_has, draft_lookup, draft_peek
@@ -131,10 +135,11 @@ def send(t: Txn, req: Any) -> None:
     t.requests.append(req)
     key = (req.broker, req.controller_epoch)
     queue = t.inflight.get(key, ())
-    if isinstance(req, UpdateMetadataRequest) and queue:
+    if isinstance(req, UpdateMetadataRequest) and queue and not t.config.has("KAFKA-1305"):
         # The model keeps no metadata cache: an UpdateMetadata only raises the broker's controller epoch, which
         # the request already queued ahead of it on this connection does first. Not queueing it keeps the
-        # explored space small without losing a behaviour.
+        # explored space small without losing a behaviour. Not under variant KAFKA-1305, where every put counts
+        # against the queue's capacity.
         return
     t.inflight[key] = queue + (req,)
 
@@ -148,6 +153,14 @@ def deliver_next(t: Txn, a: Deliver) -> None:
     if not queue:
         raise NoRequestInFlight(f"no control request of controller epoch {epoch} is in flight to broker {a.broker}"
                                 if a.controller_epoch >= 0 else f"no control request is in flight to broker {a.broker}")
+    if t.config.has("KAFKA-1305") and channels.needs_controller_lock(queue[0]):
+        waited = channels.blocked(t.config, t.base)
+        if waited is not None:
+            # Variant KAFKA-1305: the send thread runs the response's callback under the controller lock, which the
+            # controller holds while it waits for room in a full queue.
+            raise ControllerBlocked(f"the send thread to broker {a.broker} waits for the controller lock to run the "
+                                    f"callback of {type(queue[0]).__name__}: the controller holds it, blocked on "
+                                    f"the full queue of broker {waited[0]}")
     t.inflight[(a.broker, epoch)] = queue[1:]
     if _is_rest(t, queue[0]):
         t.result = _apply_leader_and_isr(t, queue[0])  # the rest of a request taken already: not sent again

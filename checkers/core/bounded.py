@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from kcm.model import actions as A
-from kcm.model import strictjson
+from kcm.model import channels, strictjson
 from kcm.model.canonical import VERSIONED_PARTS, NoZnode, relative_part, relative_zk_versions
 from kcm.model.cluster import Cluster, ClusterConfig
 from kcm.model.effects import Effects
@@ -160,7 +160,8 @@ def cluster_config(cfg: dict[str, Any]) -> ClusterConfig:
         min_insync_replicas=cfg.get("min_insync_replicas", 1),
         truncation=cfg.get("truncation", "high_watermark"),
         variants=tuple(cfg.get("variants", ())), delivery=cfg.get("delivery", "sync"),
-        zombie_controller="zombie_controller" in cfg.get("families", ()), grain=cfg.get("grain", "coarse"))
+        zombie_controller="zombie_controller" in cfg.get("families", ()), grain=cfg.get("grain", "coarse"),
+        controller_message_queue_size=cfg.get("controller_message_queue_size", 10))
 
 
 def _create_steps(topics: dict[str, Any]) -> list[A.CreateTopic]:
@@ -175,7 +176,9 @@ def _check_topics(cfg: dict[str, Any]) -> None:
         state, _ = api.start(config)
         for action in _create_steps(cfg.get("topics", {})):
             state, _ = api.step(config, state, action)
-            while state.ctx.events:  # grain "event": the controller's part of the creation is a step of its own
+            # grain "event": the controller's part of the creation is a step of its own (taken once a controller
+            # blocked on a full request queue, variant KAFKA-1305, is free: the settling of `init_states`)
+            while state.ctx.events and channels.blocked(config, state) is None:
                 state, _ = api.step(config, state, A.ControllerEvent())
     except KcmError as err:
         raise BadConfig(f"$.topics: {err.name}: {err.message}") from None
@@ -285,7 +288,8 @@ class BoundedSystem(ModelBase):
         while state.inflight or state.ctx.events:
             # the set-up's controller events (grain "event") are processed, and its requests (delivery "async") all
             # arrive, before exploring starts
-            if state.ctx.events:
+            # (a controller blocked on a full request queue, variant KAFKA-1305, takes no event until it is drained)
+            if state.ctx.events and channels.blocked(self.config, state) is None:
                 self.settle_steps.append(self._next_event)
             else:
                 (broker, epoch), _queue = state.inflight[0]
@@ -612,6 +616,8 @@ class BoundedSystem(ModelBase):
             config["zombie_controller"] = True
         if c.grain != "coarse":
             config["grain"] = c.grain
+        if c.controller_message_queue_size != 10:
+            config["controller_message_queue_size"] = c.controller_message_queue_size
         return {"name": f"counterexample in config {self.cfg.get('name', '?')}",
                 "config": config,
                 "steps": [a.to_step() for a in self.topic_steps + self.settle_steps + list(actions)]}

@@ -164,6 +164,7 @@ def cluster_config(doc: dict[str, Any]) -> ClusterConfig:
         delivery=c.get("delivery", "sync"),
         zombie_controller=c.get("zombie_controller", False),
         grain=c.get("grain", "coarse"),
+        controller_message_queue_size=c.get("controller_message_queue_size", 10),
     )
 
 

@@ -84,6 +84,10 @@ VARIANTS += (
     Variant("KAFKA-9307", "a leader made follower records the new leader epoch, loses its session before the move "
             "is done, and ignores the resent LeaderAndIsr of that epoch: it never follows", "2.2.0 - 2.4.0", "2.4.1",
             ("ReplicasFollowZk", "LivenessView"), "reference/brokers.py", _switch("KAFKA-9307"), {}),
+    # Under "delivery": "async", with the queues bounded by the config's controller_message_queue_size.
+    Variant("KAFKA-1305", "the controller blocks, holding its lock, on a full request queue whose send thread waits "
+            "for that lock to run a topic deletion callback: the controller hangs", "0.8.1", "0.8.2.0",
+            ("ControllerNotDeadlocked",), "reference/requests.py", _switch("KAFKA-1305"), {}),
 )
 
 
