@@ -252,3 +252,39 @@ def test_a_stopped_spark_run_cancels_its_level_writes_its_checkpoint_and_resumes
     resumed = bfs.explore(model, resume=checkpoint.load(path, identity))
     assert (resumed.distinct_states, resumed.transitions, resumed.depth, resumed.complete, resumed.violations) == (
         whole.distinct_states, whole.transitions, whole.depth, whole.complete, whole.violations)
+
+
+class _SignalsInReplay:
+    """The model, sending this process SIGTERM at its `at`-th successor: inside a resume's rebuild of its levels."""
+
+    def __init__(self, model: object, at: int) -> None:
+        self.inner, self.at, self.calls = model, at, 0
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)
+
+    def next_state(self, state: object, action: object) -> object:
+        self.calls += 1
+        if self.calls == self.at:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return self.inner.next_state(state, action)
+
+
+def test_a_signal_while_a_resume_rebuilds_its_frontier_ends_the_run_at_once_and_leaves_the_checkpoint(tmp_path):
+    from kcm.checkers.core.bounded import BoundedSystem, load_config
+    from kcm.checkers.explore import bfs, checkpoint
+
+    model = BoundedSystem(load_config("controller"))
+    identity = checkpoint.config_identity(model.cfg)
+    ckpt = tmp_path / "controller.ckpt"
+    bfs.explore(model, max_states=3000, checkpoint=checkpoint.Checkpointer(ckpt, 0, identity))
+    before = ckpt.read_bytes()
+    snapshot = checkpoint.load(ckpt, identity)
+    nudged = _SignalsInReplay(model, 200)
+    stop = stopping.StopRequest()
+    with pytest.raises(stopping.Interrupted) as caught, stopping.on_signals(stop), stop.search():
+        bfs.explore(nudged, resume=snapshot, checkpoint=checkpoint.Checkpointer(ckpt, 0, identity), stop=stop)
+    assert str(caught.value) == "SIGTERM received" and str(ckpt) in caught.value.where
+    assert "unchanged" in caught.value.where
+    assert nudged.calls < 1000  # the rebuild was cut where the signal came, not carried to its end
+    assert ckpt.read_bytes() == before

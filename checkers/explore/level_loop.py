@@ -23,7 +23,7 @@ from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 from kcm.checkers.explore.checkpoint import BadCheckpoint, Checkpointer, Snapshot
-from kcm.checkers.explore.stopping import StopRequest
+from kcm.checkers.explore.stopping import StopRequest, rebuilding
 from kcm.checkers.explore.verdicts import Exploration, state_checks
 from kcm.checkers.explore.visited import FP, Visited, replay, replay_levels
 from kcm.model.interface import STATE_KINDS
@@ -190,15 +190,16 @@ def run(model: Any, found: Exploration, levels: Levels, max_states: int | None =
     """
     start = time.perf_counter()
     lazy: Any = levels if getattr(levels, "LAZY", False) else None
-    if lazy is not None:
-        books, frontier, (_, _, _, witnesses, depth, sizes, expanded, spent) = lazy.opening(found, resume)
-    else:
-        props = [p for p in model.properties() if p.expectation in STATE_KINDS]
-        visited, frontier_fps, states, witnesses, depth, sizes, expanded, spent = first_frontier(
-            model, props, found, resume)
-        books = LocalBooks(visited, frontier_fps)
-        frontier = levels.begin(states)
-        del states
+    with rebuilding(stop, resume.path if resume is not None else None):
+        if lazy is not None:
+            books, frontier, (_, _, _, witnesses, depth, sizes, expanded, spent) = lazy.opening(found, resume)
+        else:
+            props = [p for p in model.properties() if p.expectation in STATE_KINDS]
+            visited, frontier_fps, states, witnesses, depth, sizes, expanded, spent = first_frontier(
+                model, props, found, resume)
+            books = LocalBooks(visited, frontier_fps)
+            frontier = levels.begin(states)
+            del states
     width: int | None = sizes[-1] if sizes else 0  # the frontier's size (None: not counted yet)
     total = sum(sizes)  # states visited (counted)
     last_report = 0.0

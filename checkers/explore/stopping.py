@@ -37,7 +37,32 @@ MAX_MEMORY = 1 << 50
 
 
 class Interrupted(Exception):
-    """A stop signal outside the search, where no checkpoint is due; the message names the signal."""
+    """A stop signal outside the search, where no checkpoint is due; the message names the signal, and `where`
+    says what was going on and what is left to resume (empty: nothing)."""
+
+    def __init__(self, text: str, where: str = "") -> None:
+        super().__init__(text)
+        self.where = where
+
+
+@contextmanager
+def rebuilding(stop: StopRequest | None, path: Any) -> Iterator[None]:
+    """The span in which a resume rebuilds its frontier from checkpoint `path`: a signal raises Interrupted at once.
+
+    Nothing is searched yet, so there is nothing new to save and the checkpoint resumed from is still whole:
+    the run ends now rather than at the first safe point of the search, which a big level's rebuild (minutes)
+    would put off."""
+    if stop is None or path is None or not stop.armed:
+        yield
+        return
+    stop.armed = False
+    try:
+        yield
+    except Interrupted as err:
+        raise Interrupted(str(err), f"while the frontier of {path} was rebuilt: that checkpoint is unchanged, "
+                                    "resume from it again") from None
+    finally:
+        stop.armed = True
 
 
 class Size(int):

@@ -98,8 +98,8 @@ def main(args: argparse.Namespace) -> int:
         with stopping.on_signals(stop):
             return _run(args, stop)
     except stopping.Interrupted as err:
-        print(f"kcm explore: {err} outside the search (before it began, or judging its result): nothing to resume",
-              file=sys.stderr)
+        where = err.where or "outside the search (before it began, or judging its result): nothing to resume"
+        print(f"kcm explore: {err} {where}", file=sys.stderr)
         return PARTIAL
 
 
