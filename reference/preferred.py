@@ -9,6 +9,7 @@ from kcm.model.states import PartitionState as P
 from kcm.model.txn import Txn, draft_lookup
 from kcm.reference import selectors
 from kcm.reference.context import has_controller, is_deleting
+from kcm.reference.events import enqueue, processes
 from kcm.reference.handlers import handles
 from kcm.reference.partition_machine import handle_partition_changes
 
@@ -34,7 +35,7 @@ def tried(t: Txn, tps: list[tuple]) -> list[tuple]:
 
 @handles(PreferredElection)
 def preferred_election(t: Txn, a: PreferredElection) -> None:
-    """Affected partitions -> OnlinePartition with the preferred selector; those already led by it are skipped."""
+    """Ask the controller for a preferred election of the partitions (all by default): a ReplicaLeaderElection."""
     if a.tps is None:
         tps = [tp for tp in sorted(t.zk.assignments) if tp[0] not in t.zk.delete_topics]
     else:
@@ -42,5 +43,13 @@ def preferred_election(t: Txn, a: PreferredElection) -> None:
             if tp not in t.zk.assignments or tp[0] in t.zk.delete_topics:
                 raise UnknownTopicOrPartition(f"partition {tp_name(tp)} does not exist")
         tps = list(a.tps)
-    for tp in handle_partition_changes(t, tried(t, tps), P.ONLINE, selectors.PREFERRED):
+    if has_controller(t):
+        enqueue(t, "ReplicaLeaderElection", tuple(tps))
+
+
+@processes("ReplicaLeaderElection")
+def replica_leader_election(t: Txn, tps: tuple) -> None:
+    """ReplicaLeaderElection (preferred): the controller re-elects the partitions it finds not led by their
+    preferred replica; those it does not know, or being deleted, are skipped."""
+    for tp in handle_partition_changes(t, tried(t, list(tps)), P.ONLINE, selectors.PREFERRED):
         t.note(f"{tp_name(tp)}: preferred replica not eligible; leader kept")

@@ -14,6 +14,7 @@ from kcm.model.states import ReplicaState as R
 from kcm.model.txn import Txn, draft_has, draft_lookup, draft_peek
 from kcm.reference import leadership, requests, selectors
 from kcm.reference.context import eligible_brokers, has_controller
+from kcm.reference.events import enqueue, processes
 from kcm.reference.handlers import handles
 from kcm.reference.partition_machine import handle_partition_changes
 from kcm.reference.replica_machine import handle_replica_changes
@@ -22,7 +23,7 @@ from kcm.reference.topics import resume_deletion
 
 @handles(Reassign)
 def reassign(t: Txn, a: Reassign) -> None:
-    """Write /admin/reassign_partitions and start (or replace, rule 9) the partition's reassignment."""
+    """Write /admin/reassign_partitions; the controller starts (or replaces, rule 9) the reassignment it reads."""
     tp = a.tp
     if not draft_has(t.zk, "assignments", tp) or draft_has(t.zk, "delete_topics", tp[0]):
         raise UnknownTopicOrPartition(f"partition {tp_name(tp)} does not exist")
@@ -37,7 +38,17 @@ def reassign(t: Txn, a: Reassign) -> None:
         if get(t.zk.reassign_original, tp) is None:
             t.zk.reassign_original = put(t.zk.reassign_original, tp, tuple(t.zk.assignments[tp]))
         return
-    start(t, tp, target)
+    enqueue(t, "ZkPartitionReassignment", tp)
+
+
+@processes("ZkPartitionReassignment")
+def zk_partition_reassignment(t: Txn, tp: tuple) -> None:
+    """ZkPartitionReassignment: the controller reads the partition's target from /admin/reassign_partitions and
+    starts (or replaces) its reassignment; one gone meanwhile, or of a topic being deleted, is skipped."""
+    target = draft_lookup(t.zk, "reassign_partitions", tp)
+    if target is None or not draft_has(t.ctx, "assignments", tp) or draft_has(t.ctx, "topics_to_delete", tp[0]):
+        return
+    start(t, tp, tuple(target))
 
 
 def is_noop(t: Txn, tp: tuple, target: tuple[int, ...]) -> bool:

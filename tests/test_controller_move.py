@@ -89,3 +89,33 @@ def test_the_op_round_trips_and_a_move_without_a_broker_is_not_a_scenario(tmp_pa
     f.write_text(json.dumps(doc))
     done = subprocess.run([sys.executable, "-m", "kcm.cli", "run", str(f)], capture_output=True, text=True)
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1 and "steps[0]" in done.stderr
+
+
+def test_preferred_elections_and_reassignments_wait_in_the_queue_at_the_event_grain():
+    state, _ = _run(EVENT, A.CreateTopic("t", ((0, (0, 1)),)), A.ControllerEvent(),
+                    A.PreferredElection((("t", 0),)), A.Reassign(("t", 0), (1, 2)))
+    assert state.ctx.events == (("ReplicaLeaderElection", (("t", 0),)), ("ZkPartitionReassignment", ("t", 0)))
+    assert dict(state.zk.reassign_partitions) == {("t", 0): (1, 2)} and not state.ctx.reassignments
+    state, _ = api.step(EVENT, state, A.ControllerEvent())
+    state, _ = api.step(EVENT, state, A.ControllerEvent())
+    assert dict(state.ctx.reassignments)[("t", 0)].target == (1, 2)
+
+
+def test_the_trace_oracle_takes_a_failover_loading_a_topic_it_never_saw_created():
+    from pathlib import Path
+
+    from kcm.checkers.core.scenario import read_file
+    from kcm.checkers.oracle.oracle_inputs import scenario_trace
+
+    from kcm.oracle import check_events
+
+    path = Path(__file__).resolve().parent.parent / "specs/scenarios/kafka/ci-controller-move-on-topic-creation.json"
+    events = scenario_trace(read_file(path))
+    assert check_events(events, "kafka").ok
+    # the same change once the failover has written or sent something is no longer the state it loaded
+    first = next(i for i, e in enumerate(events) if e["type"] == "replica_state_change")
+    later = next(i for i, e in enumerate(events) if i > first and e["type"] not in (
+        "partition_state_change", "replica_state_change"))
+    moved = events[:first] + events[first + 1:later + 1] + [events[first]] + events[later + 1:]
+    verdict = check_events(moved, "kafka")
+    assert not verdict.ok and verdict.rule_id == "TraceConsistent"

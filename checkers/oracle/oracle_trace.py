@@ -331,6 +331,10 @@ def _sorted(xs: Iterable[int]) -> list[int]:
     return sorted(set(xs))
 
 
+# The events of a controller's failover before its first write or request: the election and its state changes.
+_FAILOVER_EVENTS = frozenset(("controller_elected", "partition_state_change", "replica_state_change"))
+
+
 class Replay:
     """What the trace has established so far, and the rules each next event must keep."""
 
@@ -347,6 +351,9 @@ class Replay:
         self.broker_view: dict[int, dict[str, dict[str, int]]] = {}  # broker -> partition -> leader, leader_epoch
         self.logs: dict[str, dict[str, int]] = {}  # "partition/broker" -> leo, hw, and hw_epoch when leader
         self.seen: Counter = Counter()  # event type -> how many; and the means some rules need (see not_judged)
+        # Between a controller election and the next event that is not a state change: the new controller's
+        # failover, whose first change of a partition or replica starts from the state it loaded from ZooKeeper.
+        self.failover = False
 
     # ------------------------------------------------------------------------------------------- reporting
 
@@ -444,6 +451,8 @@ class Replay:
         """Apply one schema-valid event; return the rule it breaks (None if it is legal, and then only is the
         state changed: every handler checks all its rules before it records anything)."""
         kind = ev["type"]
+        if kind not in _FAILOVER_EVENTS:
+            self.failover = False
         seen = self.seen
         seen[kind] += 1
         if kind == "leader_and_isr_write":
@@ -527,12 +536,15 @@ class Replay:
         # said of them under the previous controller says nothing about the state its next change starts from.
         self.partitions = dict.fromkeys(self.partitions, _UNKNOWN)
         self.replicas = dict.fromkeys(self.replicas, _UNKNOWN)
+        # So is one the trace never saw: a topic the previous controller had not yet created (its TopicChange was
+        # still queued when it moved) is in ZooKeeper, and the new controller loads it there.
+        self.failover = True
         return None
 
     def _table_move(self, table: str, states: dict[str, Any], key: str, ev: dict[str, Any], first: Any,
                     allows: Callable[[Any, Any], bool]) -> tuple[Any, Finding | None]:
         """Judge one move of a state-machine table against the state the trace left `key` in; record it if legal."""
-        cur = states.get(key, first)
+        cur = states.get(key, _UNKNOWN if self.failover else first)
         if cur == _UNKNOWN:
             cur = ev["from"]  # its first change under this controller: the state it was initialised in
         if cur != ev["from"]:
