@@ -537,8 +537,6 @@ def some_stale_request_refused(model: Any, before: Cluster, action: Any, after: 
 @rule("ControllerNotDeadlocked", ALWAYS, needs=("delivery:async",),
       trace=TRACE_NO + "controller-to-broker queue or lock: only the requests each broker took",
       log=LOG_NO + "the controller's request queues or its lock",
-      ignored_requests="the reduction takes requests out of the queues within the step that fills them, so a "
-                       "queue it judges is not the queue the controller waits on",
       induction=facts.INDUCTION_NO_REQUESTS, bmc=facts.BMC_NOT_RESTATED)
 @reads("inflight", "ctx.controller_id", "ctx.epoch")
 def controller_not_deadlocked(model: Any, state: Cluster) -> bool:

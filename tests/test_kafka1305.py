@@ -133,3 +133,13 @@ def test_the_queue_size_is_checked_and_carried_into_scenarios(tmp_path, capsys):
     bad.write_text(json.dumps(doc))
     assert kcm_main(["run", str(bad)]) == 1
     capsys.readouterr()
+
+
+def test_a_bounded_config_with_a_bad_queue_size_is_refused_in_one_line(tmp_path, capsys):
+    cfg = load_config("bugs/KAFKA-1305")
+    cfg["controller_message_queue_size"] = "one"
+    path = tmp_path / "bad-queue.json"
+    path.write_text(json.dumps(cfg))
+    assert kcm_main(["explore", "--config", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "bad-queue.json" in err[0] and "controller_message_queue_size" in err[0]
