@@ -199,8 +199,9 @@ class LiveEngine:
             except StaleZkVersion as err:
                 self._stale_leader_write(config, state, action, err)
                 raise
+            self._moved_controllers_write(config, state, action, after)
             self._sessions_for(action, state, after)
-            if isinstance(action, A.ControllerResign) and self.model.node(CONTROLLER) is not None:
+            if isinstance(action, (A.ControllerResign, A.ControllerMove)) and self.model.node(CONTROLLER) is not None:
                 # The controller resigns by deleting /controller (its session stays); the winner creates it anew.
                 self._apply(ADMIN, [("delete", CONTROLLER, self.model.node(CONTROLLER).version)], False)
             fenced = not config.has(_UNFENCED) and not isinstance(action, _DATA_PLANE)
@@ -221,13 +222,31 @@ class LiveEngine:
     def _fenced_attempt(self, config: ClusterConfig, state: Cluster, action: Any,
                         err: StaleControllerEpoch) -> tuple[Cluster, Effects]:
         """Send the write the model refused to ZooKeeper as the stale controller would; ZooKeeper decides."""
-        writer = state.zombie if isinstance(action, A.ZombieElect) else state.ctx
+        writer = state.zombie if isinstance(action, A.ZombieElect) or (
+            isinstance(action, A.ControllerEvent) and action.zombie) else state.ctx
         if writer is None or writer.controller_id < 0 or config.has(_UNFENCED):
             raise err
         try:
             attempt, effects = api.step(config._replace(variants=config.variants + (_UNFENCED,)), state, action)
         except KcmError:
             raise err from None
+        refused = self._send_stale_writes(state, action, attempt, writer, err.name)
+        if refused is None:
+            raise err
+        if not refused:
+            return attempt, effects
+        code, path, version, epoch = refused
+        raise StaleControllerEpoch(f"ZooKeeper refused the write of controller {writer.controller_id} (epoch "
+                                   f"{writer.epoch}): {code} on {path} (expected version {version}, the znode is "
+                                   f"at {epoch})" if path == CONTROLLER_EPOCH else
+                                   f"ZooKeeper refused the write of controller {writer.controller_id}: {code} on "
+                                   f"{path}") from None
+
+    def _send_stale_writes(self, state: Cluster, action: Any, attempt: Cluster, writer: ControllerContext,
+                           refusal: str) -> tuple | None:
+        """Send the partition state writes `attempt` made as `writer` would, fenced by the epoch zkVersion it was
+        elected with: None when there is none; () when ZooKeeper accepts them (a difference); else (error, path,
+        expected version, /controller_epoch's version) of the refusal, which is recorded."""
         before = dict(state.zk.partitions)
         ops: list[tuple] = [("check", CONTROLLER_EPOCH, writer.epoch_zk_version)]
         target = layout(attempt.zk)
@@ -237,23 +256,31 @@ class LiveEngine:
                 path = f"/brokers/topics/{tp[0]}/partitions/{tp[1]}/state"
                 ops.append(("set", path, target[path].data, cached.zk_version if cached else -1))
         if len(ops) == 1:
-            raise err
+            return None
         answer = self._apply(writer.controller_id, ops, True)
         if answer is None:
             self.differences.append(f"step {self.step_index}: ZooKeeper accepted controller {writer.controller_id}'s "
-                                    f"write that the model refuses ({err.name})")
-            return attempt, effects
+                                    f"write that the model refuses ({refusal})")
+            return ()
         epoch = dict(self.model.nodes)[CONTROLLER_EPOCH].version
         code, index = answer
         path, version = ops[index][1], ops[index][-1]
         self.refused.append({"step": self.step_index, "op": _op_name(action), "controller": writer.controller_id,
                              "path": path, "error": code, "expected_version": version,
                              "version": epoch if path == CONTROLLER_EPOCH else None})
-        raise StaleControllerEpoch(f"ZooKeeper refused the write of controller {writer.controller_id} (epoch "
-                                   f"{writer.epoch}): {code} on {path} (expected version {version}, the znode is "
-                                   f"at {epoch})" if path == CONTROLLER_EPOCH else
-                                   f"ZooKeeper refused the write of controller {writer.controller_id}: {code} on "
-                                   f"{path}") from None
+        return code, path, version, epoch
+
+    def _moved_controllers_write(self, config: ClusterConfig, state: Cluster, action: Any, after: Cluster) -> None:
+        """A moved controller's event that the model ended at its refused write (it resigned instead of writing):
+        the write goes to ZooKeeper as that controller would send it, and ZooKeeper must refuse it too."""
+        if not (isinstance(action, A.ControllerEvent) and action.zombie and state.zombie is not None
+                and after.zombie is None) or config.has(_UNFENCED):
+            return
+        try:
+            attempt, _ = api.step(config._replace(variants=config.variants + (_UNFENCED,)), state, action)
+        except KcmError:
+            return
+        self._send_stale_writes(state, action, attempt, state.zombie, "ControllerMovedException")
 
     def _stale_leader_write(self, config: ClusterConfig, state: Cluster, action: Any, err: StaleZkVersion) -> None:
         """A leader's ISR write the model refuses for its stale zkVersion: its condition is sent to ZooKeeper.
