@@ -204,6 +204,28 @@ def compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def projection(run: dict[str, Any], smaller: dict[str, Any] | None) -> None:
+    """What 10^8 states would take at this run's measured figures: the parts that grow with the states, and the
+    peak extrapolated from two runs' peaks (`smaller`: the same engine on fewer states)."""
+    target = 10 ** 8
+    gib = 1 << 30
+    level = 0.4 * target  # the largest level taken as 40% of the states (a closing search's levels shrink at its end)
+    visited = run["visited_bytes_per_state"] * target
+    # The parts that grow with the states, besides the visited set: each frontier state's end offset in its chunk
+    # (4 bytes), the written fingerprints of the level in work (8), and its fingerprints and links once merged
+    # (8 + 4 + 2), beside a level's join to the sorted fingerprints (a copy: 2 x 8 bytes a state).
+    parts = visited + (4 + 8 + 14) * level + 16 * target
+    print(f"projection for {target:,} states (largest level {level:,.0f}): visited set {visited / gib:.1f} GiB, "
+          f"frontier offsets, level in work and a level's join {(parts - visited) / gib:.1f} GiB; with this run's "
+          f"whole peak ({run['peak_rss'] / gib:.2f} GiB) on top: {(parts + run['peak_rss']) / gib:.1f} GiB", flush=True)
+    if smaller is not None and run["distinct_states"] > smaller["distinct_states"]:
+        slope = (run["peak_rss"] - smaller["peak_rss"]) / (run["distinct_states"] - smaller["distinct_states"])
+        total = run["peak_rss"] + slope * (target - run["distinct_states"])
+        print(f"measured growth of the peak between {smaller['distinct_states']:,} and {run['distinct_states']:,} "
+              f"states: {slope:,.0f} bytes/state; extrapolated to {target:,} states: {total / gib:.1f} GiB, "
+              f"{'under' if total < 24 * gib else 'over'} 24 GiB", flush=True)
+
+
 def main() -> int:
     """Run the measured processes and print their figures."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -215,6 +237,8 @@ def main() -> int:
     ap.add_argument("--resume", metavar="FILE", help="measure the rebuild of this checkpoint's frontier instead")
     ap.add_argument("--run-size", type=int, default=runs.RUN,
                     help="with --spill, the level in work on disk in runs of this many states (0: in memory)")
+    ap.add_argument("--slope", type=int, metavar="STATES",
+                    help="run the last engine again up to this many states: the peak's growth per state")
     ap.add_argument("--skip-objects", action="store_true", help="leave out the run with the frontier as objects")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -269,31 +293,18 @@ def main() -> int:
         print(f"level in work on disk against in memory: peak {after['peak_rss'] / max(1, before['peak_rss']):.2f}x "
               f"({before['peak_rss'] / mib:,.0f} -> {after['peak_rss'] / mib:,.0f} MiB), time "
               f"{after['seconds'] / max(0.1, before['seconds']):.2f}x ({before['seconds']} -> {after['seconds']} s)")
-        projection(after)
+        smaller = None
+        if args.slope:
+            cmd = [sys.executable, __file__, "--child", "--config", args.config, "--max-states", str(args.slope),
+                   "--spill", str(after["spill"]), "--run-size", str(after["run_size"] or 0)]
+            done = subprocess.run(cmd, capture_output=True, text=True)
+            if done.returncode:
+                sys.exit(f"bench_memory: the run failed: {done.stderr.strip()[-500:]}")
+            smaller = json.loads(done.stdout)
+            print(f"the last run again up to {args.slope:,} states: {smaller['distinct_states']:,} states, peak "
+                  f"{smaller['peak_rss'] / mib:,.0f} MiB", flush=True)
+        projection(after, smaller)
     return 0
-
-
-def projection(run: dict[str, Any]) -> None:
-    """What 10^8 states would take at this run's measured figures: the parts that grow with the states, summed."""
-    target = 10 ** 8
-    n = run["distinct_states"]
-    # The largest level of a space is taken as 40% of its states (large's last level here: 68%, still growing;
-    # at the end of a closing search levels shrink); its level in work and the frontier before it both scale with
-    # it.
-    level = 0.4 * target
-    visited = run["visited_bytes_per_state"] * target
-    visited_merge = 2 * 8 * target  # a level joins the sorted fingerprints by a copy: 2 arrays of 8 bytes at once
-    frontier_ram = 8 * level  # each state's end offset in its chunk; the chunks themselves are on disk
-    work = run["level_in_work_bytes_per_state"] * level
-    total = visited + visited_merge + frontier_ram + work
-    gib = 1 << 30
-    whole = run["peak_per_state"] * target  # the crude figure: this run's whole peak per state, times 10^8
-    print(f"projection for {target:,} states (largest level {level:,.0f}, from this {n:,}-state run): visited set "
-          f"{visited / gib:.1f} GiB (+{visited_merge / gib:.1f} GiB while a level joins), frontier in RAM "
-          f"{frontier_ram / gib:.1f} GiB, level in work {work / gib:.1f} GiB "
-          f"({run['level_in_work_bytes_per_state']} bytes/state): {total / gib:.1f} GiB; "
-          f"{'under' if total < 24 * gib else 'over'} 24 GiB (this run's peak per state times 10^8: "
-          f"{whole / gib:.1f} GiB)")
 
 
 if __name__ == "__main__":

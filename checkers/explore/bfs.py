@@ -4,7 +4,8 @@ The level loop (`level_loop.py`: seeding or resuming, the visited set, witnesses
 checkpoints, stop requests) is every engine's; this module supplies how the local engine expands a level: it
 dedupes the successors `expand_level` yields (in this process: `expander`) against the level and the compact
 visited set (`visited.py`), judges each new state's properties once, and keeps a level of more than
-`spill` states encoded (`frontier.py`). Whatever order `expand_level` yields its rows in, each new state
+`spill` states encoded (`frontier.py`), its new states past that many written to disk as they are found, in
+sorted runs merged at the level's end (`runs.py`). Whatever order `expand_level` yields its rows in, each new state
 keeps its least link and each property its least witness (the canonical order, see `level_loop`).
 """
 
@@ -187,7 +188,9 @@ class LocalLevels:
     def _merge(self, disk: LevelRuns, frontier: Any, bad_best: dict[str, tuple[int, int]],
                goal_best: dict[str, tuple[int, int]]) -> Level:
         """The level from its runs: merged in fingerprint order straight into the next frontier's chunks."""
-        fps, parents, actions = array("Q"), array("q"), array("q")
+        # As the visited set keeps them (a level of more than 2^32 states, or a state of more than 2^16 actions,
+        # is an OverflowError there too).
+        fps, parents, actions = array("Q"), array("I"), array("H")
 
         def states() -> Iterable[bytes]:
             for fp, parent, aidx, blob, verdicts in disk.merged():
@@ -203,8 +206,8 @@ class LocalLevels:
             frontier.close()
         following = Frontier(states(), self.codec, self.spill if self.spill is not None else 0)
         self.last_runs = (len(disk.runs), disk.records, disk.bytes, disk.written.nbytes())
-        return Level(np.frombuffer(fps, dtype=FP), np.frombuffer(parents, dtype=np.int64),
-                     np.frombuffer(actions, dtype=np.int64), following, bad_best, goal_best)
+        return Level(np.frombuffer(fps, dtype=FP), np.frombuffer(parents, dtype=np.uint32),
+                     np.frombuffer(actions, dtype=np.uint16), following, bad_best, goal_best)
 
 
 def search(model: Any, engine: str, expand_level: Callable[[Any], Iterable[Row]],

@@ -10,8 +10,8 @@ level: 152 bytes a state). The first `spill` states' chunks stay in memory; the 
 file (unlinked at once, so nothing is left behind whatever ends the process) and are read back one chunk at a
 time. Expanding the level decodes chunk by chunk; a state asked for by position (a parent, when its children are
 judged) is decoded from its chunk, the last chunk decoded being kept. While a level is expanded, its new states
-past the first `spill` are kept encoded too (`bfs.search`). The bytes are kcm's own, written and read by this
-process only.
+past the first `spill` go to disk too, in sorted runs merged into the next `Frontier` at the level's end
+(`runs.py`). The bytes are kcm's own, written and read by this process only.
 
 Decoding gives states equal to the encoded ones, so fingerprints, successors, verdicts and counterexamples are
 the same as with the frontier in memory (`tests/test_frontier.py`).
@@ -134,7 +134,10 @@ class Frontier:
             self.cached, self.decoded = -1, []
 
     def _add(self, blobs: list[bytes], spill: int) -> None:
-        ends = array("Q")
+        end = sum(len(blob) for blob in blobs)
+        # Each state's end offset in the chunk, kept in memory for chunks on disk too: 4 bytes a state (a
+        # level of 4 * 10^7 states: 160 MB), 8 only for a chunk of 4 GB and more.
+        ends = array("I" if end <= 0xFFFFFFFF else "Q")
         end = 0
         for blob in blobs:
             end += len(blob)
