@@ -67,19 +67,24 @@ def test_a_violation_found_with_the_frontier_spilled_has_the_same_counterexample
     assert spilled.distinct_states == whole.distinct_states
 
 
-def test_levels_replayed_into_frontiers_are_the_levels_replayed_as_lists(monkeypatch):
+@pytest.mark.parametrize("run_size", [runs.RUN, 7])
+def test_levels_replayed_into_frontiers_are_the_levels_replayed_as_lists(monkeypatch, run_size):
     from kcm.checkers.explore.visited import replay_levels
 
     monkeypatch.setattr(frontier, "CHUNK", 16)
+    monkeypatch.setattr(runs, "RUN", run_size)  # a big level replayed goes to disk in runs sorted by position
+    monkeypatch.setattr(runs, "BLOCK", 3)
     model = BoundedSystem(load_config("unclean"))
     visited = bfs.explore(model).visited
     as_lists, compact = [], []
     replay_levels(model, visited, lambda _, states: as_lists.append([model.fingerprint(s) for s in states]),
                   spill=None)
     kinds = set()
+    written = counting_runs(monkeypatch)
     replay_levels(model, visited, lambda _, states: (kinds.add(type(states)), compact.append(
         [model.fingerprint(s) for s in states])), spill=20)
     assert compact == as_lists and frontier.Frontier in kinds and list in kinds
+    assert len(written) > (10 if run_size == 7 else 0)
     assert [len(level) for level in as_lists] == [p.size for p in visited.parents]
 
 

@@ -122,12 +122,13 @@ def replay_levels(model: Any, visited: Visited, on_level: Callable[[int, Any], N
     Each level's states come from the previous level's by one `model.next_state` each, so this costs one step per
     visited state. A level of more than `spill` states (-1: `frontier.SPILL`; None: never) is kept as a
     `checkers/frontier.Frontier`, as the local engine keeps it, and its successors are made in the order of
-    their parents (one chunk decoded at a time), each kept as the codec's bytes until the level is complete:
-    no whole level is held as objects. `on_level(level, states)` sees every level's states on the way, a list or
-    a `Frontier` (the Spark engine fingerprints them to rebuild its parent links). ValueError when a link points
-    nowhere.
+    their parents (one chunk decoded at a time), written as the codec's bytes in runs sorted by position
+    (`runs.py`) and merged into the level's Frontier once it is complete: no whole level is held in memory.
+    `on_level(level, states)` sees every level's states on the way, a list or a `Frontier` (the Spark engine
+    fingerprints them to rebuild its parent links). ValueError when a link points nowhere.
     """
     from kcm.checkers.explore import frontier as compact
+    from kcm.checkers.explore.runs import RUN, LevelRuns
 
     limit = compact.SPILL if spill == -1 else spill
     codec = compact.codec_for(limit)
@@ -143,7 +144,11 @@ def replay_levels(model: Any, visited: Visited, on_level: Callable[[int, Any], N
         links = visited.parents[level]
         steps = visited.actions[level]
         big = limit is not None and links.size > limit
-        nxt: list[Any] = [None] * links.size
+        nxt: list[Any] = [] if big else [None] * links.size
+        # A big level comes out in its parents' order: its states go to disk in runs sorted by position, merged
+        # into the level's Frontier at its end (runs.py), so no whole level waits in memory, even encoded.
+        disk = LevelRuns() if big else None
+        where: list[int] = []
         # Parents in their level's order: a compact previous level is read once, chunk by chunk.
         order = np.argsort(links, kind="stable") if isinstance(states, compact.Frontier) else range(links.size)
         parents, aidxs = links.tolist(), steps.tolist()
@@ -158,10 +163,25 @@ def replay_levels(model: Any, visited: Visited, on_level: Callable[[int, Any], N
             after = model.next_state(state, actions[aidx])
             if after is None:
                 raise ValueError(f"level {level}: a parent link names a step that changes nothing")
-            nxt[k] = codec.encode(after) if big else after
+            if disk is None:
+                nxt[k] = after
+                continue
+            nxt.append(codec.encode(after))
+            where.append(k)
+            if len(where) >= RUN:
+                disk.write(where, where, where, nxt, {})
+                nxt, where = [], []
         if isinstance(states, compact.Frontier):
             states.close()
-        states = compact.Frontier(nxt, codec, limit) if big else nxt
+        if disk is not None:
+            try:
+                disk.write(where, where, where, nxt, {})
+                nxt, where = [], []
+                states = compact.Frontier((blob for _, _, _, blob, _ in disk.merged()), codec, limit)
+            finally:
+                disk.close()
+        else:
+            states = nxt
         del nxt
         if on_level is not None:
             on_level(level, states)
