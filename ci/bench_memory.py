@@ -6,16 +6,20 @@ CONFIG up to MAX_STATES (the search stops after the level that reaches it), read
 resident set before the search, the peak, the peak over the baseline per state, the visited set's bytes per state
 (its arrays), and the frontier's: as Python objects (every object reachable from the last level's states, each
 counted once, since states share their unchanged parts), and encoded (`checkers/explore/frontier.py`, the Spark codec's
-bytes). `--spill N` runs the frontier spilled past N states beside the run without (the same states and levels are
-checked to match).
+bytes). `--spill N` runs the frontier spilled past N states beside the run without, twice: the level in work kept in
+memory (each new state encoded alone) and on disk in sorted runs of `--run-size` states (`runs.py`), printing for
+the level in work what its peak adds per new state, its runs and their bytes; the same states, transitions and
+levels are checked to match, and the two spilled runs' peaks and seconds compared. `--slope M` runs the last one
+again up to M states: the peak's growth per state between the two, extrapolated to 10^8 states.
 
 `--workers N` runs `kcm explore --workers N`'s engine (`workers.explore`) twice, each worker's share and candidates
 kept as lists of states and then encoded past the spill threshold (`checkers/explore/workers.py`), and prints each run's
 peak of the resident sets of all its processes summed (sampled every 0.1 s by this process) and the ratio.
-`--resume FILE` rebuilds a checkpoint's frontier (`level_loop.resume_frontier`) twice, its levels replayed as
-lists of states and then into Frontiers, and prints each one's peak resident set and the ratio.
+`--resume FILE` rebuilds a checkpoint's frontier (`level_loop.resume_frontier`) three times, its levels replayed as
+lists of states, into Frontiers with each big level buffered whole, and into Frontiers through runs on disk, and
+prints each one's peak resident set and the ratios.
 
-    python ci/bench_memory.py [--config large] [--max-states 600000] [--spill 50000] [--deep]
+    python ci/bench_memory.py [--config large] [--max-states 300000] [--spill 50000] [--slope 150000] [--deep]
     python ci/bench_memory.py --config large --max-states 300000 --workers 2
     python ci/bench_memory.py --config large --resume FILE
 """
@@ -149,8 +153,9 @@ def workers_child(config: str, max_states: int, count: int, spill: bool) -> dict
             "levels": [n for n, _ in found.levels], "seconds": round(time.perf_counter() - start, 1)}
 
 
-def resume_child(config: str, path: str, spill: bool) -> dict[str, Any]:
-    """One rebuild of a checkpoint's frontier in this process; its peak resident set over the baseline."""
+def resume_child(config: str, path: str, spill: bool, buffered: bool) -> dict[str, Any]:
+    """One rebuild of a checkpoint's frontier in this process; its peak resident set over the baseline
+    (`buffered`: each big level waits whole, encoded, before it is compressed, as before the runs)."""
     from kcm.checkers.explore import checkpoint
     from kcm.checkers.explore.level_loop import resume_frontier
 
@@ -158,6 +163,8 @@ def resume_child(config: str, path: str, spill: bool) -> dict[str, Any]:
     snapshot = checkpoint.load(path, checkpoint.config_identity(model.cfg))
     if not spill:
         frontier.SPILL = 1 << 62  # every level replayed as a list of states
+    if buffered:
+        runs.RUN = 1 << 62  # one run a level: the whole level buffered before it is written
     gc.collect()
     base = status("VmRSS")
     start = time.perf_counter()
@@ -170,16 +177,18 @@ def resume_child(config: str, path: str, spill: bool) -> dict[str, Any]:
 def compare(args: argparse.Namespace) -> int:
     """The --workers and --resume measurements: each run with and without the compact levels, and the ratio."""
     mib = 1 << 20
-    runs = []
-    for spill in (False, True):
+    done_runs = []
+    modes = [(False, False), (True, True), (True, False)] if args.resume else [(False, False), (True, False)]
+    for spill, buffered in modes:
         if args.resume:
             cmd = [sys.executable, __file__, "--child", "--config", args.config, "--resume", args.resume]
         else:
             cmd = [sys.executable, __file__, "--child", "--config", args.config, "--max-states",
                    str(args.max_states), "--workers", str(args.workers)]
-        run, peak = sampled(cmd + (["--spill", "1"] if spill else []))
-        runs.append((run, peak))
-        how = "into Frontiers" if spill else "as lists of states"
+        run, peak = sampled(cmd + (["--spill", "1"] if spill else []) + (["--run-size", "0"] if buffered else []))
+        done_runs.append((run, peak))
+        how = ("into Frontiers, each level buffered whole" if buffered else "into Frontiers through runs on disk"
+               ) if spill else "as lists of states"
         if args.resume:
             grown = (run["peak_rss"] - run["baseline_rss"]) / max(1, run["frontier"])
             print(f"resume of {args.resume} ({run['visited']:,} visited, frontier {run['frontier']:,}), levels "
@@ -192,12 +201,13 @@ def compare(args: argparse.Namespace) -> int:
                   f"{run['distinct_states']:,} states, depth {run['depth']}, {run['seconds']} s; peak of all "
                   f"processes' resident sets summed {peak / mib:,.0f} MiB "
                   f"({peak / max(1, run['distinct_states']):,.0f} bytes a state)", flush=True)
-    (before, peak0), (after, peak1) = runs
+    (before, peak0), (after, peak1) = done_runs[0], done_runs[-1]
     if args.resume:
-        grown = [r["peak_rss"] - r["baseline_rss"] for r, _ in runs]
-        print(f"same frontier: {before['frontier'] == after['frontier']}; peak "
-              f"{after['peak_rss'] / before['peak_rss']:.2f}x, growth over the baseline "
-              f"{grown[1] / max(1, grown[0]):.2f}x")
+        grown = [r["peak_rss"] - r["baseline_rss"] for r, _ in done_runs]
+        print(f"same frontier: {all(r['frontier'] == before['frontier'] for r, _ in done_runs)}; peak through runs "
+              f"against lists {after['peak_rss'] / before['peak_rss']:.2f}x, against whole levels buffered "
+              f"{after['peak_rss'] / done_runs[1][0]['peak_rss']:.2f}x; growth over the baseline "
+              f"{grown[-1] / max(1, grown[0]):.2f}x and {grown[-1] / max(1, grown[1]):.2f}x")
     else:
         same = all(before[k] == after[k] for k in ("distinct_states", "depth", "transitions", "levels"))
         print(f"same states, transitions, depth and levels: {same}; summed peak {peak1 / max(1, peak0):.2f}x")
@@ -244,7 +254,7 @@ def main() -> int:
     args = ap.parse_args()
     if args.child:
         if args.resume:
-            print(json.dumps(resume_child(args.config, args.resume, args.spill is not None)))
+            print(json.dumps(resume_child(args.config, args.resume, args.spill is not None, args.run_size == 0)))
         elif args.workers:
             print(json.dumps(workers_child(args.config, args.max_states, args.workers, args.spill is not None)))
         else:
