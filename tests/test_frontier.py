@@ -186,3 +186,17 @@ def test_the_run_files_do_not_outlive_the_level_nor_an_interrupted_one(monkeypat
     with pytest.raises(KeyboardInterrupt):
         bfs.search(model, "local", interrupted, spill=200, run_size=50)
     assert seen_open and not list(tmp_path.iterdir()) and not open_in(tmp_path)
+
+
+def test_the_written_fingerprints_answer_membership_as_a_set_does():
+    rng = np.random.default_rng(7)
+    written, every = runs.Written(), set()
+    for size in (5, 300, 1, 40, 40, 2000, 7):
+        fresh = np.setdiff1d(rng.integers(0, 1 << 63, size * 2, dtype=np.uint64), np.array(sorted(every), np.uint64))
+        fresh = np.unique(fresh)[:size]
+        written.add(fresh)
+        every.update(fresh.tolist())
+        probe = np.concatenate([fresh[:3], rng.integers(0, 1 << 63, 50, dtype=np.uint64)])
+        assert written.has(probe).tolist() == [int(fp) in every for fp in probe.tolist()]
+    assert len(written) == len(every) and len(written.parts) < 7  # like sizes were merged
+    assert all(np.all(p[1:] > p[:-1]) for p in written.parts)
