@@ -96,8 +96,10 @@ def main(argv: list[str] | None = None) -> int:
                     raise RuntimeError(f"the training search {' '.join(training)} failed (exit {done.returncode})")
         # With the profile: functions it does not cover (a module changed since the training, code the training
         # never ran) are still optimized for speed (-fprofile-partial-training), and a stale profile only warns.
-        use = [f"-fprofile-use={profile}", "-fprofile-partial-training", "-Wno-missing-profile",
-               "-Wno-coverage-mismatch"]
+        # A changed module's counters can still match its new control flow's checksum yet not add up ("corrupted
+        # profile info", an error): -fprofile-correction smooths them instead of failing the build.
+        use = [f"-fprofile-use={profile}", "-fprofile-partial-training", "-fprofile-correction",
+               "-Wno-missing-profile", "-Wno-coverage-mismatch"]
         return _build(args.jobs, force, use, [], directives)
     except BaseException as err:
         # Never leave the instrumented modules installed: without a manifest every process uses the source.
