@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+
 import numpy as np
+import pytest
 from kcm.checkers.core.bounded import BoundedSystem, load_config
-from kcm.checkers.explore import bfs, frontier, workers
+from kcm.checkers.explore import bfs, frontier, runs, workers
 
 
 def _same(a, b) -> None:
@@ -50,3 +58,129 @@ def test_a_resumed_level_is_handed_to_the_workers_encoded(tmp_path, monkeypatch)
             whole.distinct_states, whole.transitions, whole.depth)
         assert {k: [x.to_step() for x in v] for k, v in back.violations.items()} == {
             k: [x.to_step() for x in v] for k, v in whole.violations.items()}
+
+
+class _Logged(runs.LevelRuns):
+    """The runs of a worker's level in work, each run's records and link-only records logged to a file (the
+    workers are forked: the log is how the test sees that their levels went to disk)."""
+
+    log = ""
+
+    def write(self, fps, parents, actions, blobs, verdicts):
+        with open(self.log, "a") as f:
+            f.write(f"{len(fps)} {sum(b is None for b in blobs)}\n")
+        return super().write(fps, parents, actions, blobs, verdicts)
+
+
+def _runs_logged(monkeypatch, tmp_path) -> str:
+    log = str(tmp_path / "runs.log")
+    monkeypatch.setattr(_Logged, "log", log)
+    monkeypatch.setattr(workers, "LevelRuns", _Logged)
+    monkeypatch.setattr(frontier, "CHUNK", 16)  # many chunks, cut by the steals
+    monkeypatch.setattr(runs, "BLOCK", 5)  # many blocks a run
+    monkeypatch.setattr(workers, "SLACK", 0.0)  # states handed over between levels, out of the runs' merge
+    monkeypatch.setattr(workers, "MIN_MOVE", 0)
+    monkeypatch.setattr(workers, "POLL", 1)  # and taken during a level: the rows come out of position order
+    monkeypatch.setattr(workers, "MIN_STEAL", 2)
+    return log
+
+
+@pytest.mark.parametrize(("config", "bound", "spill", "run"), [("unclean", None, 6, 8), ("unclean", None, 30, 4),
+                                                                ("controller", 5000, 150, 40)])
+def test_each_workers_level_in_work_on_disk_gives_the_one_process_search(monkeypatch, tmp_path, config, bound,
+                                                                         spill, run):
+    log = _runs_logged(monkeypatch, tmp_path)
+    model = BoundedSystem(load_config(config))
+    whole = bfs.explore(model, bound, spill=None)
+    on_disk = workers.explore(model, 2, bound, spill=spill, run_size=run)
+    written = [tuple(map(int, line.split())) for line in open(log)]
+    assert len(written) > 10 and sum(n for n, _ in written) > 100  # the levels in work went to disk
+    _same(on_disk, whole)
+    _same(on_disk, workers.explore(model, 2, bound, spill=spill, run_size=None))  # the workers' in-memory path
+    _same(on_disk, bfs.explore(model, bound, spill=spill))  # the local engine's runs
+    assert [n for n, _ in on_disk.levels] == [n for n, _ in whole.levels]
+    assert on_disk.goals.keys() == whole.goals.keys()
+    assert whole.violations or config != "unclean"
+
+
+def test_a_checkpoint_of_workers_with_their_levels_on_disk_is_the_one_process_checkpoint(monkeypatch, tmp_path):
+    from kcm.checkers.explore import checkpoint
+
+    _runs_logged(monkeypatch, tmp_path)
+    model = BoundedSystem(load_config("unclean"))
+    identity = checkpoint.config_identity(model.cfg)
+    whole = bfs.explore(model)
+    mine, theirs = tmp_path / "w.ckpt", tmp_path / "b.ckpt"
+    workers.explore(model, 2, max_states=300, checkpoint=checkpoint.Checkpointer(mine, 0, identity), spill=6,
+                    run_size=4)
+    bfs.explore(model, max_states=300, checkpoint=checkpoint.Checkpointer(theirs, 0, identity), spill=None)
+    a, b = checkpoint.load(mine, identity), checkpoint.load(theirs, identity)
+    assert a.arrays.keys() == b.arrays.keys()
+    assert all(np.array_equal(a.arrays[k], b.arrays[k]) for k in a.arrays)
+    assert a.meta["depth"] == b.meta["depth"]
+    for back in (workers.explore(model, 2, resume=a, spill=6, run_size=4), bfs.explore(model, resume=b)):
+        _same(back, whole)
+
+
+_RUN = """
+import sys
+from kcm.checkers.core.bounded import BoundedSystem, load_config
+from kcm.checkers.explore import workers
+from kcm.checkers.explore.stopping import StopRequest, on_signals
+
+stop = StopRequest()
+with on_signals(stop), stop.search():
+    found = workers.explore(BoundedSystem(load_config("controller")), 2, stop=stop, spill=150, run_size=40)
+print("stopped" if stop.reason else "done", found.complete, flush=True)
+"""
+
+
+def _children(pid: int) -> list[int]:
+    out: list[int] = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/children") as f:
+            out.extend(int(c) for c in f.read().split())
+    return out
+
+
+def _files_in(pid: int, folder: str) -> int:
+    """How many of a process's open files are (unlinked) files made in `folder`."""
+    count = 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        with contextlib.suppress(OSError):
+            count += os.readlink(f"/proc/{pid}/fd/{fd}").startswith(folder + "/")
+    return count
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_to_the_coordinator_ends_the_workers_and_their_runs(tmp_path, sig):
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    proc = subprocess.Popen([sys.executable, "-c", _RUN], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "TMPDIR": str(folder)})
+    try:
+        deadline = time.monotonic() + 120
+        helpers: list[int] = []
+        while not helpers or not any(_files_in(w, str(folder)) for w in helpers):  # a worker's files, open
+            assert proc.poll() is None, proc.stderr.read()
+            assert time.monotonic() < deadline, "no worker wrote a file within 120 s"
+            with contextlib.suppress(OSError):
+                helpers = _children(proc.pid)
+            time.sleep(0.02)
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert out.split() == ["stopped", "False"]
+    assert not [w for w in helpers if os.path.exists(f"/proc/{w}") and _state(w) != "Z"]  # every worker ended
+    assert not list(folder.iterdir())  # and no file is left in the folder
+
+
+def _state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "Z"

@@ -53,6 +53,8 @@ class Written:
 
     def add(self, fps: np.ndarray) -> None:
         """Add sorted, distinct fingerprints, none of them here yet."""
+        if not fps.size:  # a run of link-only records (an empty part would break `has`)
+            return
         self.parts.append(fps)
         # Sizes kept roughly geometric: a membership test searches a few dozen arrays at most, and each
         # fingerprint is copied O(log n) times in all.
@@ -82,11 +84,13 @@ class LevelRuns:
         self.bytes = 0  # compressed bytes written
 
     def write(self, fps: Sequence[int], parents: Sequence[int], actions: Sequence[int],
-              blobs: Sequence[bytes | None], verdicts: dict[int, tuple[list[str], list[str]]]) -> None:
+              blobs: Sequence[bytes | None], verdicts: dict[int, tuple[list[str], list[str]]]
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Write one run: its records in fingerprint order (`verdicts`: by position, the properties broken and the
-        goals reached, where any); the state records' fingerprints join `written`."""
+        goals reached, where any); the state records' fingerprints join `written`. The run's fingerprints, parent
+        and action positions in the order written (for an engine that reports the level's links before merging)."""
         if not fps:
-            return
+            return np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
         if self.file is None:
             self.file = tempfile.TemporaryFile(prefix="kcm-level-", dir=self.folder)
         keys = np.fromiter(fps, dtype=np.uint64, count=len(fps))
@@ -115,6 +119,7 @@ class LevelRuns:
         self.records += len(pos)
         full = np.fromiter((b is not None for b in blobs), dtype=bool, count=len(blobs))[order]
         self.written.add(keys[full])
+        return keys, par, act
 
     def _read(self, run: int) -> Iterator[Record]:
         """The records of run `run`, one block decompressed at a time."""

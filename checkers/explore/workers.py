@@ -16,6 +16,11 @@ level). Level by level, in step with the coordinator (this process):
 4. when the workers' shares differ by more than a little, the coordinator has the larger ones hand some states
    to the smaller ones (pickled bytes relayed through it), so the load stays even.
 
+Past its share of the spill threshold, a worker's level in work goes to disk as the local engine's does
+(`runs.py`): its candidates are buffered a run at a time, those an earlier level visited dropped (the coordinator
+answers which), the others judged and written as a sorted run; its report is then the runs' distinct candidates in
+fingerprint order with their least links, and its winners are merged from the runs straight into its next share.
+
 So the counts, the verdicts and every counterexample are the single-process engine's (`bfs.py` defines
 the canonical order). Checkpoints have the single-process format (the coordinator holds the whole visited set):
 either engine resumes the other's.
@@ -24,10 +29,11 @@ either engine resumes the other's.
 from __future__ import annotations
 
 import gc
+import heapq
 import multiprocessing
 import pickle
 from array import array
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Iterator
 from multiprocessing.connection import wait
 from typing import Any
 
@@ -35,8 +41,9 @@ import numpy as np
 from kcm.checkers.explore.checkpoint import Checkpointer, Snapshot
 from kcm.checkers.explore.codec import StateCodec
 from kcm.checkers.explore.collector import no_collections
-from kcm.checkers.explore.frontier import MEMO, SPILL, Frontier
+from kcm.checkers.explore.frontier import CHUNK, MEMO, SPILL, Frontier
 from kcm.checkers.explore.level_loop import Level, ProgressFn, Stopped, Tick, least, run, unreached
+from kcm.checkers.explore.runs import RUN, LevelRuns
 from kcm.checkers.explore.stopping import StopRequest, ignore_signals
 from kcm.checkers.explore.verdicts import Exploration, indexed_successors, state_checks, step_checks
 from kcm.checkers.explore.visited import FP, Visited
@@ -85,6 +92,16 @@ class Share:
         """The state at index i."""
         return self.states[i]
 
+    def rows(self) -> Iterator[tuple[int, Any]]:
+        """Every (position, state or its bytes) row in order, a chunk's bytes at a time when kept encoded."""
+        states = self.states
+        if type(states) is list:
+            yield from zip(self.positions.tolist(), states, strict=True)
+            return
+        for start in range(0, len(self.positions), CHUNK):
+            end = min(start + CHUNK, len(self.positions))
+            yield from zip(self.positions[start:end].tolist(), states.blobs(start, end), strict=True)
+
     def cut(self, count: int) -> list[tuple[int, Any]]:
         """Take the last `count` rows out (their states as bytes when the share keeps them encoded)."""
         end = len(self.positions)
@@ -110,7 +127,8 @@ class Share:
 class _Worker:
     """One worker process's state: its share of the frontier and the candidates of the level in work."""
 
-    def __init__(self, model: Any, conn: Any, frontier: Share, tally: Any = None, spill: int = SPILL) -> None:
+    def __init__(self, model: Any, conn: Any, frontier: Share, tally: Any = None, spill: int = SPILL,
+                 run_size: int | None = None) -> None:
         self.model, self.conn, self.tally = model, conn, tally
         self.frontier = frontier  # (global position in the level, state), in position order
         # A share of more than `spill` states is kept encoded, and so are the level's candidates past that many:
@@ -125,9 +143,20 @@ class _Worker:
         self.states: list[Any] = []
         self.local: list[int] = []
         self.links: tuple[np.ndarray, np.ndarray] = (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64))
+        # Past `spill` candidates, the level in work goes to disk in sorted runs of `run` (runs.py; None: it stays
+        # in memory, encoded): then the candidates are the runs' distinct states in fingerprint order.
+        self.run = run_size
+        self.disk: LevelRuns | None = None
 
-    def run(self) -> None:
-        """Serve the coordinator's commands until it says stop (or goes away)."""
+    def serve(self) -> None:
+        """Serve the coordinator's commands until it says stop (or goes away); the level's runs closed then."""
+        try:
+            self._serve()
+        finally:
+            if self.disk is not None:
+                self.disk.close()
+
+    def _serve(self) -> None:
         while True:
             try:
                 msg = self.conn.recv()
@@ -146,7 +175,8 @@ class _Worker:
 
     def expand(self) -> tuple:
         """Expand the held frontier (and states taken from busier workers) and keep each new fingerprint's least
-        link; the level's report. Every POLL states a request to hand over half of what is left is answered."""
+        link; the level's report. Every POLL states a request to hand over half of what is left is answered.
+        Past `spill` candidates (with `run` set), they go to disk a run at a time, judged as they are written."""
         model, conn = self.model, self.conn
         fingerprint = model.fingerprint
         step_props = self.step_props
@@ -155,7 +185,8 @@ class _Worker:
         reached: set[str] = set()
         transitions = 0
         successors = indexed_successors if self.tally is None else self.tally.successors
-        seen: dict[int, int] = {}  # fingerprint -> its candidate's index
+        # The candidates (on disk: those since the last run): fingerprint -> index, then by index.
+        seen: dict[int, int] = {}
         fps: list[int] = []
         parents: list[int] = []
         actions: list[int] = []
@@ -163,56 +194,146 @@ class _Worker:
         local: list[int] = []
         work = self.frontier
         spill, encode = self.spill, self.codec.encode
+        run_at = spill if self.run is not None else 1 << 62
+        written: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # each run's fingerprints and links
+        ordered = True  # whether the states were expanded in position order so far (see runs.py)
+        last = -1
         li = 0
-        while True:
-            while li < len(work):
-                if li % POLL == 0 and conn.poll():
-                    msg = conn.recv()
-                    if msg[0] == "stop":  # the coordinator gave the level up
-                        raise EOFError
-                    self._give(msg, work, li)
-                    if li >= len(work):
-                        break
-                pos, state = work[li]
-                for aidx, action, nxt, effects in successors(model, state):
-                    transitions += 1
-                    bad_step, hit = step_checks(model, state, action, nxt, effects, step_props)
-                    if bad_step:
-                        least(step_best, bad_step, (pos, aidx))
-                    if hit:
-                        reached.update(hit)
-                        least(goal_best, hit, (pos, aidx))
-                    fp = fingerprint(nxt)
-                    at = seen.get(fp)
-                    if at is not None:
-                        # States taken from another worker come out of position order: keep the least link.
-                        if (pos, aidx) < (parents[at], actions[at]):
-                            parents[at], actions[at], local[at] = pos, aidx, li
-                            states[at] = nxt if at < spill else encode(nxt)
-                        continue
-                    seen[fp] = len(fps)
-                    fps.append(fp)
-                    parents.append(pos)
-                    actions.append(aidx)
-                    states.append(nxt if len(states) < spill else encode(nxt))
-                    local.append(li)
-                li += 1
-            conn.send(("idle",))
-            msg = conn.recv()
-            while msg[0] == "give":  # a request that crossed our "idle": nothing is left to give
-                self._give(msg, work, li)
+        try:
+            while True:
+                while li < len(work):
+                    if len(fps) >= run_at:
+                        if self.disk is None:
+                            self.disk = LevelRuns()
+                            run_at = self.run  # type: ignore[assignment]
+                        written.append(self._write_run(fps, parents, actions, states, local, ordered, work, li))
+                        seen.clear()
+                    if li % POLL == 0 and conn.poll():
+                        msg = conn.recv()
+                        if msg[0] == "stop":  # the coordinator gave the level up
+                            raise EOFError
+                        self._give(msg, work, li)
+                        if li >= len(work):
+                            break
+                    pos, state = work[li]
+                    if pos < last:
+                        ordered = False
+                    last = pos
+                    for aidx, action, nxt, effects in successors(model, state):
+                        transitions += 1
+                        bad_step, hit = step_checks(model, state, action, nxt, effects, step_props)
+                        if bad_step:
+                            least(step_best, bad_step, (pos, aidx))
+                        if hit:
+                            reached.update(hit)
+                            least(goal_best, hit, (pos, aidx))
+                        fp = fingerprint(nxt)
+                        at = seen.get(fp)
+                        if at is not None:
+                            # States taken from another worker come out of position order: keep the least link.
+                            if (pos, aidx) < (parents[at], actions[at]):
+                                parents[at], actions[at], local[at] = pos, aidx, li
+                                states[at] = nxt if at < spill else encode(nxt)
+                            continue
+                        seen[fp] = len(fps)
+                        fps.append(fp)
+                        parents.append(pos)
+                        actions.append(aidx)
+                        states.append(nxt if len(states) < spill else encode(nxt))
+                        local.append(li)
+                    li += 1
+                conn.send(("idle",))
                 msg = conn.recv()
-            if msg[0] == "finish":
-                break
-            if msg[0] == "stop":  # the coordinator gave up (another worker died): end here
-                raise EOFError
-            work.extend(pickle.loads(msg[1]))  # noqa: S301 - states pickled by a sibling worker of this run
+                while msg[0] == "give":  # a request that crossed our "idle": nothing is left to give
+                    self._give(msg, work, li)
+                    msg = conn.recv()
+                if msg[0] == "finish":
+                    break
+                if msg[0] == "stop":  # the coordinator gave up (another worker died): end here
+                    raise EOFError
+                work.extend(pickle.loads(msg[1]))  # noqa: S301 - states pickled by a sibling worker of this run
+            if self.disk is not None:
+                written.append(self._write_run(fps, parents, actions, states, local, ordered, work, li))
+        except BaseException:
+            if self.disk is not None:
+                self.disk.close()
+                self.disk = None
+            raise
         self.frontier = work  # the parents of this level's candidates, by their index `local`
-        self.states, self.local = states, local
-        self.links = (np.array(parents, dtype=np.int64), np.array(actions, dtype=np.int64))
+        if self.disk is not None:
+            # The candidates as the runs' merge gives them: each fingerprint once, in order, with its least link.
+            keys = np.concatenate([w[0] for w in written])
+            links = np.concatenate([w[1] for w in written]), np.concatenate([w[2] for w in written])
+            del written
+            order = np.lexsort((links[1], links[0], keys))
+            first = np.ones(order.size, dtype=bool)
+            first[1:] = keys[order[1:]] != keys[order[:-1]]
+            order = order[first]
+            fps_out = keys[order]
+            self.links = (links[0][order], links[1][order])
+            self.states, self.local = [], []
+        else:
+            fps_out = np.array(fps, dtype=FP)
+            self.states, self.local = states, local
+            self.links = (np.array(parents, dtype=np.int64), np.array(actions, dtype=np.int64))
         counted = self.tally.take() if self.tally is not None else None
-        return ("report", np.array(fps, dtype=FP), self.links[0], self.links[1], step_best, reached, transitions,
-                goal_best, counted)
+        return ("report", fps_out, self.links[0], self.links[1], step_best, reached, transitions, goal_best,
+                counted)
+
+    def _write_run(self, fps: list[int], parents: list[int], actions: list[int], states: list[Any],
+                   local: list[int], ordered: bool, work: Share, li: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Write the buffered candidates as one run (runs.py) and empty the buffer: those an earlier level
+        visited (the coordinator's word) left out, those written already only as a link-only record when the
+        states came out of position order, the others judged (in the order found: their parents are read from
+        the share's chunk decoded last) and encoded. The run's fingerprints and links, sorted."""
+        disk = self.disk
+        assert disk is not None
+        model, conn = self.model, self.conn
+        keys = np.array(fps, dtype=FP)
+        fresh = self._unseen(keys, work, li)
+        again = disk.written.has(keys) if len(disk.written.parts) else np.zeros(keys.size, dtype=bool)
+        after_step, decode, encode = self.rechecks.after_step, self.codec.decode, self.codec.encode
+        out_fps: list[int] = []
+        out_parents: list[int] = []
+        out_actions: list[int] = []
+        blobs: list[bytes | None] = []
+        verdicts: dict[int, tuple[list[str], list[str]]] = {}
+        for k in np.flatnonzero(fresh & ~(again & ordered)).tolist():
+            if k % 256 == 255 and conn.poll():  # a request for work waits no longer than a few states
+                self._answer(conn.recv(), work, li)
+            out_fps.append(fps[k])
+            out_parents.append(parents[k])
+            out_actions.append(actions[k])
+            if again[k]:  # its first link, written, may not be its least: the merge keeps the least of the two
+                blobs.append(None)
+                continue
+            state = states[k]
+            if type(state) is bytes:
+                state = decode(state)
+            # A property reading only parts the step left as they were has the parent's verdict (as in bfs).
+            bad, hit = state_checks(model, state, after_step(work.state(local[k]), state))
+            if bad or hit:
+                verdicts[len(blobs)] = (list(bad), list(hit))
+            blobs.append(encode(state))
+        for buffer in (fps, parents, actions, states, local):
+            buffer.clear()
+        return disk.write(out_fps, out_parents, out_actions, blobs, verdicts)
+
+    def _unseen(self, keys: np.ndarray, work: Share, li: int) -> np.ndarray:
+        """Ask the coordinator which of these fingerprints no earlier level visited (a mask), answering the
+        requests for work that cross the question meanwhile."""
+        self.conn.send(("unseen", keys))
+        while True:
+            msg = self.conn.recv()
+            if msg[0] == "unseen":
+                return msg[1]
+            self._answer(msg, work, li)
+
+    def _answer(self, msg: tuple, work: Share, done: int) -> None:
+        """Answer a message that comes while this worker expands: a request for work, or the level given up."""
+        if msg[0] == "stop":
+            raise EOFError
+        self._give(msg, work, done)
 
     def _give(self, msg: tuple, work: Share, done: int) -> None:
         """Answer a request for work: the last half of the states not expanded yet (none when few are left)."""
@@ -228,6 +349,9 @@ class _Worker:
         still = unreached(self.judged, reached)
         if len(still) != len(self.judged):
             self.judged, self.rechecks = still, Rechecks(still)
+        if self.disk is not None:
+            self._keep_runs(winners, positions, gives, takes)
+            return
         after_step = self.rechecks.after_step
         states, local, frontier = self.states, self.local, self.frontier
         parents, actions = self.links
@@ -270,33 +394,100 @@ class _Worker:
             kept.sort(key=lambda row: row[0])
         self.frontier = Share(kept, len(kept) > self.spill, self.codec, self.spill)
 
+    def _keep_runs(self, winners: np.ndarray, positions: np.ndarray, gives: list[int], takes: int) -> None:
+        """`keep` for a level in work on disk: its runs merged once, the winners (judged when written) streamed
+        into the next share in position order, those handed over picked evenly from the same stream."""
+        disk = self.disk
+        assert disk is not None
+        self.frontier.close()  # every candidate was judged as it was written: no parent is read any more
+        self.frontier = Share((), False, self.codec, self.spill)
+        count = len(self.links[0])
+        won = np.zeros(count, dtype=bool)
+        won[winners] = True
+        # The candidates' order is the fingerprints', and so is the level's: the winners' positions ascend.
+        at = positions[np.argsort(winners, kind="stable")].tolist()
+        # Which winner goes to which taker (-1: kept), spread evenly over the share as `keep` spreads them.
+        dest = np.full(len(at), -1, dtype=np.int64)
+        rest = np.arange(len(at))
+        for g, n in enumerate(gives):
+            picked = (rest.size * np.arange(n)) // n
+            dest[rest[picked]] = g
+            rest = np.delete(rest, picked)
+        out: list[list[tuple[int, bytes]]] = [[] for _ in gives]
+        state_best: dict[str, tuple[int, int]] = {}
+        goal_best: dict[str, tuple[int, int]] = {}
+        hits: set[str] = set()
+        seen = 0
 
-def _serve(model: Any, conn: Any, frontier: Share, coverage: bool, spill: int) -> None:
+        def rows() -> Iterator[tuple[int, bytes]]:
+            nonlocal seen
+            j = 0
+            for k, (_, parent, aidx, blob, marks) in enumerate(disk.merged()):
+                seen = k + 1
+                if not won[k]:
+                    continue
+                for bad, hit in marks:  # judged with a link that may not be the least: recorded with the least
+                    least(state_best, bad, (parent, aidx))
+                    if hit:
+                        hits.update(hit)
+                        least(goal_best, hit, (parent, aidx))
+                g = int(dest[j])
+                if g >= 0:
+                    out[g].append((at[j], blob))
+                else:
+                    yield at[j], blob
+                j += 1
+
+        try:
+            share = Share(rows(), len(at) - int(sum(gives)) > self.spill, self.codec, self.spill)
+        finally:
+            disk.close()
+            self.disk = None
+        if seen != count:
+            raise RuntimeError(f"the level's runs gave {seen} candidates, {count} were reported")
+        self.conn.send(("verdicts", state_best, hits, goal_best))
+        for batch in out:
+            self.conn.send_bytes(pickle.dumps(batch, pickle.HIGHEST_PROTOCOL))
+        out.clear()
+        if takes:
+            taken: list[tuple[int, Any]] = []
+            for _ in range(takes):
+                taken.extend(pickle.loads(self.conn.recv_bytes()))  # noqa: S301 - our own workers' states
+            taken.sort(key=lambda row: row[0])
+            # Merged by position into a new share (the old one is read a chunk at a time meanwhile).
+            whole = Share(heapq.merge(share.rows(), taken, key=lambda row: row[0]),
+                          len(share) + len(taken) > self.spill, self.codec, self.spill)
+            share.close()
+            share = whole
+        self.frontier = share
+
+
+def _serve(model: Any, conn: Any, frontier: Share, coverage: bool, spill: int, run_size: int | None) -> None:
     # No cycle collection in a worker at all (it holds immutable states only): turning it back on at the end would
     # make the process's last allocations scan every object it made, which costs seconds at the exit of a big run.
     gc.disable()
     ignore_signals()
     if not coverage:
-        _Worker(model, conn, frontier, spill=spill).run()
+        _Worker(model, conn, frontier, spill=spill, run_size=run_size).serve()
         return
     from kcm.checkers.explore.tally import Tally
 
     tally = Tally()
     with tally.probing():
-        _Worker(model, conn, frontier, tally, spill).run()
+        _Worker(model, conn, frontier, tally, spill, run_size).serve()
 
 
 class _Pool:
     """The coordinator's ends of the workers' pipes, with a check that every worker is still there."""
 
     def __init__(self, model: Any, shares: list[Share], coverage: bool = False,
-                 spill: int = SPILL) -> None:
+                 spill: int = SPILL, run_size: int | None = None) -> None:
         ctx = multiprocessing.get_context("fork")  # the workers inherit the model and their share as they are
         self.conns, self.procs = [], []
         self.closed = False
         for share in shares:
             mine, theirs = ctx.Pipe()
-            proc = ctx.Process(target=_serve, args=(model, theirs, share, coverage, spill), daemon=True)
+            proc = ctx.Process(target=_serve, args=(model, theirs, share, coverage, spill, run_size), daemon=True)
             proc.start()
             theirs.close()
             self.conns.append(mine)
@@ -343,9 +534,11 @@ class _Pool:
             raise self._died(next(w for w, p in enumerate(self.procs) if p.sentinel in ready))
         return out
 
-    def expand(self, stop: StopRequest | None = None) -> list[tuple]:
+    def expand(self, stop: StopRequest | None = None,
+               unseen: Callable[[np.ndarray], np.ndarray] | None = None) -> list[tuple]:
         """One level's expansion: every worker's report, an idle worker taking half of a busy one's states left
-        (Stopped if `stop` asks for it before the level is done)."""
+        (Stopped if `stop` asks for it before the level is done); `unseen` answers a worker writing a run which
+        of its candidates no earlier level visited."""
         count = len(self.conns)
         for w in range(count):
             self.send(w, ("expand",))
@@ -361,6 +554,10 @@ class _Pool:
                 if msg[0] == "report":
                     reports[w] = msg
                     pending -= 1
+                    continue
+                if msg[0] == "unseen":
+                    fps = msg[1]
+                    self.send(w, ("unseen", unseen(fps) if unseen is not None else np.ones(fps.size, dtype=bool)))
                     continue
                 if msg[0] == "idle":
                     busy.discard(w)
@@ -443,10 +640,13 @@ def plan_moves(counts: list[int]) -> list[tuple[int, int, int]]:
 class SharedLevels:
     """The owner processes' levels: the frontier's states live in the workers, the visited set here."""
 
-    def __init__(self, model: Any, workers: int, coverage: bool = False, spill: int | None = SPILL) -> None:
+    def __init__(self, model: Any, workers: int, coverage: bool = False, spill: int | None = SPILL,
+                 run_size: int | None = RUN) -> None:
         self.model, self.workers, self.coverage = model, workers, coverage
-        # Each worker keeps its share encoded past its part of the local engine's threshold (frontier.py).
+        # Each worker keeps its share encoded past its part of the local engine's threshold (frontier.py), and
+        # its level in work past as many candidates on disk, in runs of its part of the local engine's run size.
         self.spill = max(1, spill // workers) if spill is not None else 1 << 62
+        self.run = max(1, run_size // workers) if run_size is not None and spill is not None else None
         self.pool: _Pool | None = None
 
     def begin(self, states: Iterable[Any]) -> Any:
@@ -459,7 +659,7 @@ class SharedLevels:
         shares = [Share((), encoded, StateCodec(MEMO), 1 << 62) for _ in range(n)]
         for p, state in enumerate(states):
             shares[p % n].extend(((p, state),))
-        self.pool = _Pool(self.model, shares, self.coverage, self.spill)
+        self.pool = _Pool(self.model, shares, self.coverage, self.spill, self.run)
         return None
 
     def halt(self) -> None:
@@ -475,7 +675,7 @@ class SharedLevels:
         """One level across the workers: their candidates deduped here, the winners judged there."""
         pool = self.pool
         assert pool is not None
-        reports = pool.expand(tick.stop)  # Stopped: nothing of the level is recorded yet
+        reports = pool.expand(tick.stop, visited.unseen)  # Stopped: nothing of the level is recorded yet
         best: dict[str, tuple[int, int]] = {}
         goal_best: dict[str, tuple[int, int]] = {}
         for _, _, _, _, step_best, reached, transitions, goals, counted in reports:
@@ -519,16 +719,18 @@ class SharedLevels:
 def explore(model: Any, workers: int, max_states: int | None = None, progress: ProgressFn | None = None,
             checkpoint: Checkpointer | None = None, resume: Snapshot | None = None,
             stop_at: Collection[str] | None = None, coverage: bool = False,
-            stop: StopRequest | None = None, spill: int | None = SPILL) -> Exploration:
+            stop: StopRequest | None = None, spill: int | None = SPILL,
+            run_size: int | None = RUN) -> Exploration:
     """Explore the boundary with `workers` processes; the same result as `bfs.explore` (see the module), the
     coverage counts (`coverage`) included; `stop` cuts it short as it does `bfs.search`; `spill` as
-    `bfs.explore`'s, shared out over the workers (None: every share a list of states)."""
+    `bfs.explore`'s, shared out over the workers (None: every share a list of states); `run_size` as
+    `bfs.search`'s, shared out too (None: each worker's level in work stays in memory, encoded)."""
     found = Exploration(f"local, {workers} workers")
     if coverage:
         from kcm.checkers.explore.tally import Tally
 
         found.tally = Tally()
-    levels = SharedLevels(model, workers, coverage, spill)
+    levels = SharedLevels(model, workers, coverage, spill, run_size)
     grace = 10.0
     try:
         with no_collections():
