@@ -12,9 +12,11 @@ the level in work what its peak adds per new state, its runs and their bytes; th
 levels are checked to match, and the two spilled runs' peaks and seconds compared. `--slope M` runs the last one
 again up to M states: the peak's growth per state between the two, extrapolated to 10^8 states.
 
-`--workers N` runs `kcm explore --workers N`'s engine (`workers.explore`) twice, each worker's share and candidates
-kept as lists of states and then encoded past the spill threshold (`checkers/explore/workers.py`), and prints each run's
-peak of the resident sets of all its processes summed (sampled every 0.1 s by this process) and the ratio.
+`--workers N` runs `kcm explore --workers N`'s engine (`workers.explore`) three times: each worker's share and
+candidates kept as lists of states; its share encoded past the spill threshold and its level in work in memory
+(encoded past it); and its level in work on disk in sorted runs (`runs.py`, `checkers/explore/workers.py`). It prints
+each run's peak of the resident sets of all its processes summed (sampled every 0.1 s by this process), bytes a
+state and seconds, side by side with the ratios.
 `--resume FILE` rebuilds a checkpoint's frontier (`level_loop.resume_frontier`) three times, its levels replayed as
 lists of states, into Frontiers with each big level buffered whole, and into Frontiers through runs on disk, and
 prints each one's peak resident set and the ratios.
@@ -144,11 +146,12 @@ def sampled(cmd: list[str]) -> tuple[dict[str, Any], int]:
     return json.loads(out), peak
 
 
-def workers_child(config: str, max_states: int, count: int, spill: bool) -> dict[str, Any]:
-    """One run of the owner processes in this process and its workers."""
+def workers_child(config: str, max_states: int, count: int, spill: bool, run_size: int | None) -> dict[str, Any]:
+    """One run of the owner processes in this process and its workers (`run_size`: each worker's level in work
+    on disk in runs of its part of that many states; None: in memory)."""
     model = BoundedSystem(load_config(config))
     start = time.perf_counter()
-    found = workers.explore(model, count, max_states, spill=frontier.SPILL if spill else None)
+    found = workers.explore(model, count, max_states, spill=frontier.SPILL if spill else None, run_size=run_size)
     return {"distinct_states": found.distinct_states, "depth": found.depth, "transitions": found.transitions,
             "levels": [n for n, _ in found.levels], "seconds": round(time.perf_counter() - start, 1)}
 
@@ -178,14 +181,16 @@ def compare(args: argparse.Namespace) -> int:
     """The --workers and --resume measurements: each run with and without the compact levels, and the ratio."""
     mib = 1 << 20
     done_runs = []
-    modes = [(False, False), (True, True), (True, False)] if args.resume else [(False, False), (True, False)]
+    # (spilled, buffered): for --workers, buffered is the level in work kept in memory (no runs)
+    modes = [(False, False), (True, True), (True, False)]
     for spill, buffered in modes:
         if args.resume:
             cmd = [sys.executable, __file__, "--child", "--config", args.config, "--resume", args.resume]
         else:
             cmd = [sys.executable, __file__, "--child", "--config", args.config, "--max-states",
                    str(args.max_states), "--workers", str(args.workers)]
-        run, peak = sampled(cmd + (["--spill", "1"] if spill else []) + (["--run-size", "0"] if buffered else []))
+        cmd += ["--spill", "1"] if spill else []
+        run, peak = sampled(cmd + ["--run-size", "0" if buffered else str(args.run_size)])
         done_runs.append((run, peak))
         how = ("into Frontiers, each level buffered whole" if buffered else "into Frontiers through runs on disk"
                ) if spill else "as lists of states"
@@ -196,7 +201,10 @@ def compare(args: argparse.Namespace) -> int:
                   f"{run['peak_rss'] / mib:,.0f} MiB ({grown:,.0f} bytes a frontier state over the baseline)",
                   flush=True)
         else:
-            kept = f"encoded past {frontier.SPILL // args.workers:,} states a worker" if spill else "as lists"
+            kept = "as lists" if not spill else (
+                f"encoded past {frontier.SPILL // args.workers:,} states a worker, level in work in memory" if buffered
+                else f"encoded past {frontier.SPILL // args.workers:,} states a worker, level in work on disk "
+                     f"(runs of {args.run_size // args.workers:,})")
             print(f"{args.config} up to {args.max_states:,} states, --workers {args.workers}, shares {kept}: "
                   f"{run['distinct_states']:,} states, depth {run['depth']}, {run['seconds']} s; peak of all "
                   f"processes' resident sets summed {peak / mib:,.0f} MiB "
@@ -209,8 +217,17 @@ def compare(args: argparse.Namespace) -> int:
               f"{after['peak_rss'] / done_runs[1][0]['peak_rss']:.2f}x; growth over the baseline "
               f"{grown[-1] / max(1, grown[0]):.2f}x and {grown[-1] / max(1, grown[1]):.2f}x")
     else:
-        same = all(before[k] == after[k] for k in ("distinct_states", "depth", "transitions", "levels"))
-        print(f"same states, transitions, depth and levels: {same}; summed peak {peak1 / max(1, peak0):.2f}x")
+        same = all(r[k] == before[k] for r, _ in done_runs for k in ("distinct_states", "depth", "transitions",
+                                                                       "levels"))
+        (middle, peak_m) = done_runs[1]
+        print(f"same states, transitions, depth and levels in every run: {same}")
+        print(f"{'':28}{'lists':>14}{'in memory':>14}{'on disk':>14}")
+        print(f"{'summed peak (MiB)':28}" + "".join(f"{p / mib:>14,.0f}" for _, p in done_runs))
+        print(f"{'bytes a state':28}" + "".join(f"{p / max(1, r['distinct_states']):>14,.0f}" for r, p in done_runs))
+        print(f"{'seconds':28}" + "".join(f"{r['seconds']:>14}" for r, _ in done_runs))
+        print(f"level in work on disk against in memory: summed peak {peak1 / max(1, peak_m):.2f}x, time "
+              f"{after['seconds'] / max(0.1, middle['seconds']):.2f}x; against lists: summed peak "
+              f"{peak1 / max(1, peak0):.2f}x, time {after['seconds'] / max(0.1, before['seconds']):.2f}x")
     return 0
 
 
@@ -256,7 +273,8 @@ def main() -> int:
         if args.resume:
             print(json.dumps(resume_child(args.config, args.resume, args.spill is not None, args.run_size == 0)))
         elif args.workers:
-            print(json.dumps(workers_child(args.config, args.max_states, args.workers, args.spill is not None)))
+            print(json.dumps(workers_child(args.config, args.max_states, args.workers, args.spill is not None,
+                                           args.run_size or None)))
         else:
             print(json.dumps(child(args.config, args.max_states, args.spill, args.deep, args.run_size or None)))
         return 0
