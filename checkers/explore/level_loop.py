@@ -416,12 +416,13 @@ def first_frontier(model: Any, props: list[Any], found: Exploration, resume: Sna
     return Start(visited, fps[order].tolist(), frontier, witnesses, 0, [len(frontier)], 0, 0.0)
 
 
-def resume_frontier(model: Any, snapshot: Snapshot, on_level: Callable[[int, list[Any]], None] | None = None
+def resume_frontier(model: Any, snapshot: Snapshot,
+                    on_fingerprints: Callable[[int, np.ndarray], None] | None = None
                     ) -> tuple[Visited, list[int], list[Any]]:
     """The visited set and the frontier of a checkpoint, the frontier's states rebuilt by replaying its levels.
 
     Every rebuilt state's fingerprint must be a visited one and the last level's must be the saved frontier:
-    a body that does not hang together is refused (BadCheckpoint), never resumed. `on_level` goes to
+    a body that does not hang together is refused (BadCheckpoint), never resumed. `on_fingerprints` goes to
     `visited.replay_levels`.
     """
     if not isinstance(snapshot, Snapshot):
@@ -441,10 +442,17 @@ def resume_frontier(model: Any, snapshot: Snapshot, on_level: Callable[[int, lis
             if len(steps) > meta["depth"]:
                 raise ValueError(f"the witness of {name} is longer than the search is deep")
             replay(model, root, steps)
-        states = replay_levels(model, visited, on_level)
+        last: list[np.ndarray] = []
+
+        def keep(level: int, fps: np.ndarray) -> None:
+            last[:] = [fps]
+            if on_fingerprints is not None:
+                on_fingerprints(level, fps)
+
+        states = replay_levels(model, visited, on_fingerprints=keep)
     except (IndexError, ValueError, RuntimeError) as err:
         raise BadCheckpoint(f"{snapshot.path}: the parent links do not replay ({err})") from None
-    fps = np.fromiter((model.fingerprint(s) for s in states), dtype=FP, count=len(states))
+    fps = last[0]
     if fps.size != want.size or not np.array_equal(fps, want):
         raise BadCheckpoint(f"{snapshot.path}: the saved frontier is not the last level of the visited set")
     return visited, want.tolist(), states

@@ -116,7 +116,8 @@ class Visited(FingerprintSet):
 
 
 def replay_levels(model: Any, visited: Visited, on_level: Callable[[int, Any], None] | None = None,
-                  spill: int | None = -1) -> Any:
+                  spill: int | None = -1,
+                  on_fingerprints: Callable[[int, np.ndarray], None] | None = None) -> Any:
     """The states of the last level, rebuilt level by level from the initial states and the parent links.
 
     Each level's states come from the previous level's by one `model.next_state` each, so this costs one step per
@@ -125,7 +126,9 @@ def replay_levels(model: Any, visited: Visited, on_level: Callable[[int, Any], N
     their parents (one chunk decoded at a time), written as the codec's bytes in runs sorted by position
     (`runs.py`) and merged into the level's Frontier once it is complete: no whole level is held in memory.
     `on_level(level, states)` sees every level's states on the way, a list or a `Frontier` (the Spark engine
-    fingerprints them to rebuild its parent links). ValueError when a link points nowhere.
+    fingerprints them to rebuild its parent links). `on_fingerprints(level, fps)` gets each level's fingerprints in
+    position order, taken from each state as it is made: reading them back from a big level would decode it
+    again, which cost about as much as the replay itself. ValueError when a link points nowhere.
     """
     from kcm.checkers.explore import frontier as compact
     from kcm.checkers.explore.runs import RUN, LevelRuns
@@ -140,6 +143,8 @@ def replay_levels(model: Any, visited: Visited, on_level: Callable[[int, Any], N
         states.append(inits[root])
     if on_level is not None:
         on_level(0, states)
+    if on_fingerprints is not None:
+        on_fingerprints(0, np.fromiter((model.fingerprint(s) for s in states), dtype=FP, count=len(states)))
     for level in range(1, len(visited.parents)):
         links = visited.parents[level]
         steps = visited.actions[level]
@@ -149,6 +154,7 @@ def replay_levels(model: Any, visited: Visited, on_level: Callable[[int, Any], N
         # into the level's Frontier at its end (runs.py), so no whole level waits in memory, even encoded.
         disk = LevelRuns() if big else None
         where: list[int] = []
+        fps = np.empty(links.size, dtype=FP) if on_fingerprints is not None else None
         # Parents in their level's order: a compact previous level is read once, chunk by chunk.
         order = np.argsort(links, kind="stable") if isinstance(states, compact.Frontier) else range(links.size)
         parents, aidxs = links.tolist(), steps.tolist()
@@ -163,6 +169,8 @@ def replay_levels(model: Any, visited: Visited, on_level: Callable[[int, Any], N
             after = model.next_state(state, actions[aidx])
             if after is None:
                 raise ValueError(f"level {level}: a parent link names a step that changes nothing")
+            if fps is not None:
+                fps[k] = model.fingerprint(after)
             if disk is None:
                 nxt[k] = after
                 continue
@@ -185,6 +193,8 @@ def replay_levels(model: Any, visited: Visited, on_level: Callable[[int, Any], N
         del nxt
         if on_level is not None:
             on_level(level, states)
+        if on_fingerprints is not None:
+            on_fingerprints(level, fps)
     return states
 
 

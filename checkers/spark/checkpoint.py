@@ -128,10 +128,7 @@ def rows_of(model: Any, snapshot: Snapshot) -> Resumed:
     """The visited rows and the frontier of a checkpoint of any engine, checked (BadCheckpoint) and replayed."""
     levels: list[np.ndarray] = []
 
-    def remember(level: int, states: list[Any]) -> None:
-        levels.append(np.fromiter((model.fingerprint(s) for s in states), dtype=FP, count=len(states)))
-
-    visited, _, states = resume_frontier(model, snapshot, remember)
+    visited, _, states = resume_frontier(model, snapshot, lambda _, fps: levels.append(fps))
     every = np.concatenate(levels) if levels else np.empty(0, dtype=FP)
     if every.size != visited.seen.size or not np.array_equal(np.sort(every), visited.seen):
         raise BadCheckpoint(f"{snapshot.path}: the replayed levels are not the visited fingerprints")
