@@ -184,3 +184,27 @@ def _state(pid: int) -> str:
             return f.read().rsplit(")", 1)[1].split()[0]
     except OSError:
         return "Z"
+
+
+def test_a_big_first_frontier_is_handed_to_encoded_shares_a_chunk_at_a_time(monkeypatch):
+    # One `extend` per state sealed and reopened (decompressed, compressed again) a share's last chunk for every
+    # state: a resumed level of 150,014 states on `large` kept the workers from starting for over 15 minutes.
+    monkeypatch.setattr(workers, "CHUNK", 8)
+    calls: list[int] = []
+    real = workers.Share.extend
+
+    def counted(self, rows):
+        rows = list(rows)
+        calls.append(len(rows))
+        return real(self, rows)
+
+    monkeypatch.setattr(workers.Share, "extend", counted)
+    model = BoundedSystem(load_config("unclean"))
+    first = model.init_states() * 50  # 50 states (copies of the one initial state: only the hand-over is checked)
+    levels = workers.SharedLevels(model, 2, False, 4)  # past 2 states a share is encoded
+    try:
+        levels.begin(first)
+    finally:
+        levels.close(1.0)
+    handed = [n for n in calls if n]
+    assert sum(handed) == 50 and len(handed) <= 50 // 8 + 2 and max(handed) == 8
