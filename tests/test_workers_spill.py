@@ -2,13 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-import subprocess
-import sys
-import time
-
 import numpy as np
 import pytest
 from kcm.checkers.core.bounded import BoundedSystem, load_config
@@ -120,72 +113,6 @@ def test_a_checkpoint_of_workers_with_their_levels_on_disk_is_the_one_process_ch
     assert a.meta["depth"] == b.meta["depth"]
     for back in (workers.explore(model, 2, resume=a, spill=6, run_size=4), bfs.explore(model, resume=b)):
         _same(back, whole)
-
-
-# `default` (511,944 states): the signal comes at the first level a worker writes runs for, with most of the search
-# still ahead (on `controller` the search sometimes ended before the signal landed).
-_RUN = """
-import sys
-from kcm.checkers.core.bounded import BoundedSystem, load_config
-from kcm.checkers.explore import workers
-from kcm.checkers.explore.stopping import StopRequest, on_signals
-
-stop = StopRequest()
-with on_signals(stop), stop.search():
-    found = workers.explore(BoundedSystem(load_config("default")), 2, stop=stop, spill=150, run_size=40)
-print("stopped" if stop.reason else "done", found.complete, flush=True)
-"""
-
-
-def _children(pid: int) -> list[int]:
-    out: list[int] = []
-    for task in os.listdir(f"/proc/{pid}/task"):
-        with open(f"/proc/{pid}/task/{task}/children") as f:
-            out.extend(int(c) for c in f.read().split())
-    return out
-
-
-def _files_in(pid: int, folder: str) -> int:
-    """How many of a process's open files are (unlinked) files made in `folder`."""
-    count = 0
-    for fd in os.listdir(f"/proc/{pid}/fd"):
-        with contextlib.suppress(OSError):
-            count += os.readlink(f"/proc/{pid}/fd/{fd}").startswith(folder + "/")
-    return count
-
-
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_a_signal_to_the_coordinator_ends_the_workers_and_their_runs(tmp_path, sig):
-    folder = tmp_path / "tmp"
-    folder.mkdir()
-    proc = subprocess.Popen([sys.executable, "-c", _RUN], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "TMPDIR": str(folder)})
-    try:
-        deadline = time.monotonic() + 120
-        helpers: list[int] = []
-        while not helpers or not any(_files_in(w, str(folder)) for w in helpers):  # a worker's files, open
-            assert proc.poll() is None, proc.stderr.read()
-            assert time.monotonic() < deadline, "no worker wrote a file within 120 s"
-            with contextlib.suppress(OSError):
-                helpers = _children(proc.pid)
-            time.sleep(0.02)
-        proc.send_signal(sig)
-        out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 0, err
-    assert out.split() == ["stopped", "False"]
-    assert not [w for w in helpers if os.path.exists(f"/proc/{w}") and _state(w) != "Z"]  # every worker ended
-    assert not list(folder.iterdir())  # and no file is left in the folder
-
-
-def _state(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return "Z"
 
 
 def test_a_big_first_frontier_is_handed_to_encoded_shares_a_chunk_at_a_time(monkeypatch):
