@@ -18,6 +18,7 @@ from kcm.checkers.explore import stopping
 
 from kcm import compiled
 from kcm.cli import main
+from tests import processes
 
 LONG = "tla-kip320"  # about 5,000 states in 12 levels: a few seconds, stopped after its first progress line
 SLOW = "controller"  # about 35,000 states: long enough to rebuild the compiled modules under
@@ -288,3 +289,36 @@ def test_a_signal_while_a_resume_rebuilds_its_frontier_ends_the_run_at_once_and_
     assert "unchanged" in caught.value.where
     assert nudged.calls < 1000  # the rebuild was cut where the signal came, not carried to its end
     assert ckpt.read_bytes() == before
+
+
+def test_the_workers_end_by_themselves_when_the_coordinator_is_killed(tmp_path):
+    # SIGKILL cannot be handled: the workers (which leave SIGINT and SIGTERM to the coordinator) must see it go.
+    # `default` (511,944 states) is still running when the workers are found.
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    run = subprocess.Popen([sys.executable, "-m", "kcm", "explore", "--config", "default", "--workers", "2"],
+                           cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                           start_new_session=True, env={**os.environ, "TMPDIR": str(folder)})
+    helpers: list[processes.Proc] = []
+    try:
+        deadline = time.monotonic() + 120
+        while len(helpers) < 2:
+            assert run.poll() is None, run.stderr.read() if run.stderr else ""
+            assert time.monotonic() < deadline, "the two workers were not started within 120 s"
+            time.sleep(0.05)
+            helpers = processes.children(run.pid)
+        run.kill()
+        run.wait(timeout=30)
+        deadline = time.monotonic() + 30
+        while [w for w in helpers if processes.alive(w)] and time.monotonic() < deadline:
+            time.sleep(0.1)
+        left = [w for w in helpers if processes.alive(w)]
+        assert not left, f"workers {left} outlived their killed coordinator by 30 s"
+        err = run.stderr.read() if run.stderr else ""
+        assert "Traceback" not in err, err  # the workers' stderr is the coordinator's: they ended quietly
+        assert not list(folder.iterdir())
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+        processes.kill(helpers)

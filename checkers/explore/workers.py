@@ -28,10 +28,14 @@ either engine resumes the other's.
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import heapq
 import multiprocessing
+import os
 import pickle
+import signal
+import sys
 from array import array
 from collections.abc import Callable, Collection, Iterable, Iterator
 from multiprocessing.connection import wait
@@ -55,6 +59,7 @@ MIN_MOVE = 32  # fewer states than this are never handed over (the pickling woul
 POLL = 4  # states expanded between two looks for a request to hand over work
 MIN_STEAL = 4  # a worker with fewer states left to expand keeps them
 WATCH = 0.25  # seconds between two looks at the stop request while the coordinator waits for its workers
+PR_SET_PDEATHSIG = 1  # Linux prctl(2): the signal this process gets when its parent dies
 
 
 class Share:
@@ -152,6 +157,10 @@ class _Worker:
         """Serve the coordinator's commands until it says stop (or goes away); the level's runs closed then."""
         try:
             self._serve()
+        except (EOFError, BrokenPipeError, ConnectionResetError):
+            # The coordinator went away (killed, or ended without a word) mid-conversation: nothing is left to
+            # report to; end quietly rather than with a traceback on the terminal.
+            return
         finally:
             if self.disk is not None:
                 self.disk.close()
@@ -462,11 +471,36 @@ class _Worker:
         self.frontier = share
 
 
-def _serve(model: Any, conn: Any, frontier: Share, coverage: bool, spill: int, run_size: int | None) -> None:
+def _die_with(coordinator: int) -> bool:
+    """In a worker: have the kernel kill this process when the coordinator dies (Linux; elsewhere the pipe's
+    EOF alone ends it); False if the coordinator is gone already."""
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):
+            pass  # no prctl to be had: the pipe's EOF still ends the worker
+    # (The death signal comes when the thread that forked this process ends: the coordinator's thread that runs
+    # the search, which closes the pool before it returns.)
+    # The coordinator may have died between the fork and the prctl: then this process was handed to another
+    # parent already and no death signal will ever come.
+    return os.getppid() == coordinator
+
+
+def _serve(model: Any, conn: Any, frontier: Share, coverage: bool, spill: int, run_size: int | None,
+           coordinator: int, theirs: list[Any]) -> None:
+    # Workers ignore SIGINT and SIGTERM (the coordinator's to handle), so they must end by themselves when the
+    # coordinator dies by any means, SIGKILL included.
+    ignore_signals()
+    # The coordinator's ends of the pipes (this worker's and the earlier workers'), inherited through the fork:
+    # while this process holds them, its own pipe (and theirs) never reaches EOF when the coordinator dies.
+    for end in theirs:
+        end.close()
+    if not _die_with(coordinator):
+        return
     # No cycle collection in a worker at all (it holds immutable states only): turning it back on at the end would
     # make the process's last allocations scan every object it made, which costs seconds at the exit of a big run.
     gc.disable()
-    ignore_signals()
     if not coverage:
         _Worker(model, conn, frontier, spill=spill, run_size=run_size).serve()
         return
@@ -485,9 +519,12 @@ class _Pool:
         ctx = multiprocessing.get_context("fork")  # the workers inherit the model and their share as they are
         self.conns, self.procs = [], []
         self.closed = False
+        coordinator = os.getpid()
         for share in shares:
             mine, theirs = ctx.Pipe()
-            proc = ctx.Process(target=_serve, args=(model, theirs, share, coverage, spill, run_size), daemon=True)
+            # The worker closes the coordinator's ends it inherits: its own and the earlier workers' (see _serve).
+            proc = ctx.Process(target=_serve, args=(model, theirs, share, coverage, spill, run_size, coordinator,
+                                                    [mine, *self.conns]), daemon=True)
             proc.start()
             theirs.close()
             self.conns.append(mine)
