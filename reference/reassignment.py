@@ -67,11 +67,13 @@ def start(t: Txn, tp: tuple, target: tuple[int, ...]) -> None:
     # Kafka's reassignTo: a replacement starts from the original replicas (OAR) of the one in flight, so AR is
     # the new target followed by OAR - target; the replicas only in the abandoned target are stopped and deleted
     # in the first round (on_partition_reassignment). The same target again keeps the record as it is.
-    if is_noop(t, tp, target):
-        t.note(f"{tp_name(tp)}: target equals the current replicas; nothing to reassign")
-        if drops_noop_requests(t):
-            t.zk.reassign_partitions.pop(tp, None)
+    if is_noop(t, tp, target) and not drops_noop_requests(t):
+        # KAFKA-9478's controller neither acts on the request nor removes it from /admin/reassign_partitions.
+        t.note(f"{tp_name(tp)}: target equals the current replicas; the request is left in ZooKeeper")
         return
+    # Kafka 3.8's maybeBuildReassignment builds even a target equal to the current replicas; it is no
+    # reassignment (isBeingReassigned is false), so onPartitionReassignment completes it at once: a leader epoch
+    # write and its LeaderAndIsr (moveReassignedPartitionLeaderIfRequired), and the request removed.
     current = draft_lookup(t.ctx, "reassignments", tp)
     original = current.original if current is not None else tuple(t.ctx.assignments[tp])
     r = Reassignment(original, target)
@@ -106,7 +108,10 @@ def on_partition_reassignment(t: Txn, tp: tuple, r: Reassignment) -> None:
 
 def complete(t: Txn, tp: tuple, r: Reassignment) -> None:
     """Steps 5 to 12: RAR online, leader in RAR, OAR - RAR offline and deleted, AR = RAR in ZooKeeper."""
-    handle_replica_changes(t, [(tp, b) for b in r.target], R.ONLINE)  # step 5
+    # Step 5. Kafka 3.8 moves only the adding replicas (B1); for a target equal to the original replicas (a
+    # no-op request or a cancellation) there are none, and a replica of a dead broker stays offline.
+    if r.adding or r.removing:
+        handle_replica_changes(t, [(tp, b) for b in r.target], R.ONLINE)
     t.ctx.assignments[tp] = r.target  # step 6
     lai = draft_lookup(t.ctx, "leadership", tp)
     if lai is None:

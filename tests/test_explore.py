@@ -105,7 +105,7 @@ def _first_states(model, count):
         frontier = nxt
 
 
-@pytest.mark.parametrize("name", ["controller", "async", "bugs/KAFKA-9478", "bugs/KIP-279", "liveness"])
+@pytest.mark.parametrize("name", ["controller", "async", "bugs/KIP-279", "liveness"])
 def test_actions_withheld_from_the_explorer_change_nothing(name):
     model = BoundedSystem(load_config(name))
     checked = 0

@@ -57,7 +57,7 @@ def test_killed_run_resumes_to_the_counts_of_an_uninterrupted_run(tmp_path):
     a = _summary(["--config", "controller", "--resume", str(ckpt)])
     b = _summary(["--config", "controller"])
     assert {k: a[k] for k in KEYS} == {k: b[k] for k in KEYS}
-    assert a["distinct_states"] == 34755 and a["depth"] == 14
+    assert a["distinct_states"] == 38611 and a["depth"] == 14
 
 
 def test_a_write_killed_half_way_leaves_the_last_checkpoint_whole_and_its_temporary_file_is_cleaned(tmp_path):

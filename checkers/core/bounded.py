@@ -30,11 +30,10 @@ from kcm.model.interface import (
     ModelBase,
     Property,
 )
-from kcm.model.txn import OutOfBounds, Txn, draft_has, draft_lookup
+from kcm.model.txn import OutOfBounds, Txn, draft_lookup
 from kcm.model.variants import SWITCHES, known_switch
 from kcm.properties import catalogue
-from kcm.reference import api, dataplane, partition_machine, preferred, reassignment, selectors
-from kcm.reference.context import has_controller
+from kcm.reference import api, dataplane, partition_machine, preferred, selectors
 
 FAMILIES = ("broker_failure", "controlled_shutdown", "controller_failover", "reassignment", "preferred",
             "data_plane", "acks_one", "consume", "deletion", "topic_creation", "zombie_controller", "fast_bounce",
@@ -340,9 +339,7 @@ class BoundedSystem(ModelBase):
             bounce = made[A.BrokerBounce]
             out += [bounce[b] for b, s in brokers.items() if s.alive and b != state.zk.controller]
         out += [A.Deliver(b, e) for (b, e), queue in state.inflight if queue]
-        # The questions below are asked of the reference through one Txn of the state, which they only read.
-        reader = Txn(self.config, state) if "preferred" in fam or "reassignment" in fam else None
-        if "preferred" in fam and not preferred_election_is_idle(self.config, state, reader):
+        if "preferred" in fam and not preferred_election_is_idle(self.config, state):
             out.append(self._preferred)
         assignments = dict(state.zk.assignments)
         moving = {k for k, _ in state.ctx.reassignments}
@@ -350,10 +347,7 @@ class BoundedSystem(ModelBase):
             if tp not in assignments:
                 continue
             if "reassignment" in fam and tp not in moving:
-                # A target equal to AR is a no-op for a correct controller (it clears the request): when the
-                # controller will see it at once and nothing else is pending for tp, it is not offered.
-                idle = self._idle_target(reader, tp)
-                out += [action for t, action in self._reassign[tp] if t != idle]
+                out += [action for _t, action in self._reassign[tp]]
             if "data_plane" in fam:
                 produce, replicate, produce_one = self._produce[tp]
                 out.append(produce)
@@ -390,20 +384,6 @@ class BoundedSystem(ModelBase):
             return bool(dataplane.unseen(t, tp, dataplane.consumed_records(t, tp, 0)))
         except KcmError:
             return False  # refused: no acting leader
-
-    def _idle_target(self, t: Txn, tp: tuple) -> tuple[int, ...] | None:
-        """The reassignment target of tp that `reference/reassignment.py` would drop unchanged, if any.
-
-        With an active controller, nothing requested for tp yet, and the controller dropping requests it will not
-        act on, a request for a target that `reassignment.is_noop` finds no reassignment is written to
-        /admin/reassign_partitions and removed again in the same step, so the step changes nothing. None when that
-        cannot be told from the state alone. `t`: a Txn of the state, only read.
-        """
-        if (not has_controller(t) or draft_has(t.zk, "reassign_partitions", tp)
-                or not reassignment.drops_noop_requests(t)):
-            return None
-        ar = tuple(draft_lookup(t.ctx, "assignments", tp, ()))
-        return ar if reassignment.is_noop(t, tp, ar) else None
 
     def step(self, state: Cluster, action: Any) -> tuple[Cluster, Effects]:
         """The reference's next state and effects (KcmError when refused)."""
