@@ -167,3 +167,56 @@ def test_a_leader_made_follower_moves_in_two_steps_and_a_session_loss_between_th
     coarse = EVENT._replace(grain="coarse")
     one, _ = api.step(coarse, _started({"t": (1, 0)}), A.SessionExpiry(1))
     assert dict(one.replicas)[("t", 0, 1)].leader == 0 and not one.inflight
+
+
+def _states(model, limit=5000):
+    """The states of a breadth-first walk of the model (at most `limit`)."""
+    frontier, seen = model.init_states(), {}
+    while frontier and len(seen) < limit:
+        nxt = []
+        for state in frontier:
+            seen[model.fingerprint(state)] = state
+            for action in model.actions(state):
+                after = model.next_state(state, action)
+                if after is not None and model.within_boundary(after) and model.fingerprint(after) not in seen:
+                    nxt.append(after)
+        frontier = list({model.fingerprint(s): s for s in nxt}.values())
+    return list(seen.values())
+
+
+def test_the_controller_move_family_moves_only_a_controller_holding_events():
+    model = BoundedSystem(load_config("controller-move"))
+    moves = 0
+    for state in _states(model):
+        offered = [a for a in model.actions(state) if isinstance(a, A.ControllerMove)]
+        if not state.ctx.events or state.zombie is not None:
+            assert not offered, state  # a move with nothing queued is controller_resign; one old controller at most
+            continue
+        alive = {b for b, s in state.brokers if s.alive} - {state.zk.controller}
+        if state.zk.controller_epoch < model.bounds["max_controller_epoch"]:
+            assert {a.broker for a in offered} == alive
+            moves += len(offered)
+            for a in offered:
+                after = model.next_state(state, a)
+                assert after.zombie is not None and after.zombie.events[-1] == ("Reelect", "")
+    assert moves > 0
+
+
+def test_exploring_controller_moves_finds_kafka_6082_and_the_fixed_model_is_clean():
+    from kcm.checkers.explore import bfs
+
+    cfg = load_config("controller-move")
+    fixed = bfs.explore(BoundedSystem(cfg), None)
+    assert fixed.complete and not fixed.violations
+    buggy = BoundedSystem(dict(copy.deepcopy(cfg), variants=["KAFKA-6082"]))
+    found = bfs.explore(buggy, None, stop_at=["ZkEpochFencing"])
+    trace = found.violations["ZkEpochFencing"]
+    assert any(isinstance(step, A.ControllerMove) for step in buggy.expand(trace))
+
+
+def test_controller_move_is_refused_at_the_coarse_grain():
+    from kcm.checkers.core.bounded import BadConfig, validate_config
+
+    cfg = dict(copy.deepcopy(load_config("controller-move")), grain="coarse")
+    with pytest.raises(BadConfig, match="controller_move needs"):
+        validate_config(cfg)

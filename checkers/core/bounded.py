@@ -37,7 +37,7 @@ from kcm.reference import api, dataplane, partition_machine, preferred, selector
 
 FAMILIES = ("broker_failure", "controlled_shutdown", "controller_failover", "reassignment", "preferred",
             "data_plane", "acks_one", "consume", "deletion", "topic_creation", "zombie_controller", "fast_bounce",
-            "session_expiry")
+            "session_expiry", "controller_move")
 FAIR_ACTIONS = (A.Replicate, A.Deliver, A.IsrShrink)
 # The only steps in which a partition leader writes its own view of the znode (`dataplane._write_isr`).
 LEADER_ISR_WRITES = (A.Replicate, A.IsrShrink)
@@ -148,6 +148,9 @@ def validate_config(cfg: Any) -> None:
             if name in left_out:
                 raise BadConfig(f"$.properties[{i}]: {name} cannot be judged under reductions ignored_requests: "
                                 f"{left_out[name]}")
+    if "controller_move" in cfg.get("families", ()) and cfg.get("grain", "coarse") != "event":
+        raise BadConfig("$.families: controller_move needs \"grain\": \"event\" (at the coarse grain the old "
+                        "controller holds no event, and a move is controller_resign)")
     _check_topics(cfg)
 
 
@@ -256,7 +259,7 @@ class BoundedSystem(ModelBase):
         # The actions offered, built once: `actions` hands out these very (immutable) values state after state.
         self._by_broker = {kind: {b: kind(b) for b in self.config.brokers}
                            for kind in (A.BrokerFail, A.BrokerStart, A.ControlledShutdown, A.ControllerResign,
-                                        A.SessionExpiry, A.BrokerBounce)}
+                                        A.SessionExpiry, A.BrokerBounce, A.ControllerMove)}
         self._resign = A.ControllerResign()
         self._next_event, self._zombie_event = A.ControllerEvent(), A.ControllerEvent(zombie=True)
         self._preferred = A.PreferredElection()
@@ -321,6 +324,12 @@ class BoundedSystem(ModelBase):
                 out += [resign[b] for b, s in brokers.items() if s.alive and b != state.zk.controller]
             else:
                 out.append(self._resign)
+        if ("controller_move" in fam and state.ctx.events and state.zombie is None
+                and state.zk.controller_epoch < self.bounds["max_controller_epoch"]):
+            # Only a controller holding events can be moved otherwise than by a resignation: with none queued the
+            # move is controller_resign. The model keeps one old controller, so none moves while one is left.
+            move = made[A.ControllerMove]
+            out += [move[b] for b, s in brokers.items() if s.alive and b != state.zk.controller]
         if state.ctx.events:
             out.append(self._next_event)
         if state.zombie is not None and state.zombie.events:

@@ -156,14 +156,17 @@ def replay_levels(model: Any, visited: Visited, on_level: Callable[[int, Any], N
         where: list[int] = []
         fps = np.empty(links.size, dtype=FP) if on_fingerprints is not None else None
         # Parents in their level's order: a compact previous level is read once, chunk by chunk.
-        order = np.argsort(links, kind="stable") if isinstance(states, compact.Frontier) else range(links.size)
+        # Siblings come together in that order, so a parent's actions are listed once for all its children.
+        order = np.argsort(links, kind="stable")
         parents, aidxs = links.tolist(), steps.tolist()
-        for k in (order.tolist() if isinstance(order, np.ndarray) else order):
+        last, state, actions = -1, None, ()
+        for k in order.tolist():
             parent, aidx = parents[k], aidxs[k]
-            if parent >= len(states):
-                raise ValueError(f"level {level} names parent {parent} of {len(states)}")
-            state = states[parent]
-            actions = model.actions(state)
+            if parent != last:
+                if parent >= len(states):
+                    raise ValueError(f"level {level} names parent {parent} of {len(states)}")
+                last, state = parent, states[parent]
+                actions = model.actions(state)
             if aidx >= len(actions):
                 raise ValueError(f"level {level} names action {aidx} of {len(actions)}")
             after = model.next_state(state, actions[aidx])
