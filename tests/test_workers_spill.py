@@ -137,3 +137,36 @@ def test_a_big_first_frontier_is_handed_to_encoded_shares_a_chunk_at_a_time(monk
         levels.close(1.0)
     handed = [n for n in calls if n]
     assert sum(handed) == 50 and len(handed) <= 50 // 8 + 2 and max(handed) == 8
+
+
+def test_a_stop_while_the_workers_judge_their_winners_gives_the_level_up(monkeypatch, tmp_path, capfd):
+    # Judging a level's winners (merging its runs) takes a while on a big level: a stop asked for then is acted on
+    # at once, the level given up and the checkpoint of the last whole level written, as during an expansion.
+    from kcm.checkers.explore import checkpoint
+    from kcm.checkers.explore.stopping import StopRequest
+
+    _runs_logged(monkeypatch, tmp_path)
+    model = BoundedSystem(load_config("unclean"))
+    identity = checkpoint.config_identity(model.cfg)
+    whole = bfs.explore(model)
+    stop = StopRequest()
+    real = workers._Pool.expand
+    expanded: list[int] = []
+
+    def expand_then_stop(self, *args, **kwargs):
+        reports = real(self, *args, **kwargs)
+        expanded.append(1)
+        if len(expanded) == 4:  # the 4th level's expansion is done: its winners are to be judged
+            stop.request("a test")
+        return reports
+
+    monkeypatch.setattr(workers._Pool, "expand", expand_then_stop)
+    ckpt = tmp_path / "w.ckpt"
+    cut = workers.explore(model, 2, checkpoint=checkpoint.Checkpointer(ckpt, 0, identity), stop=stop, spill=6,
+                          run_size=4)
+    assert stop.acted and not cut.complete
+    assert len(expanded) == 4 and cut.depth == 3  # the 4th level was given up, not recorded
+    assert cut.distinct_states == whole.distinct_states - sum(n for n, _ in whole.levels[3:])
+    assert "Traceback" not in capfd.readouterr().err  # the workers stopped in the middle ended quietly
+    monkeypatch.setattr(workers._Pool, "expand", real)
+    _same(workers.explore(model, 2, resume=checkpoint.load(ckpt, identity), spill=6, run_size=4), whole)

@@ -399,9 +399,17 @@ class _Worker:
             self.conn.send_bytes(pickle.dumps(out, pickle.HIGHEST_PROTOCOL))
         if takes:
             for _ in range(takes):
-                kept.extend(pickle.loads(self.conn.recv_bytes()))  # noqa: S301 - our own workers' states
+                kept.extend(self._taken())
             kept.sort(key=lambda row: row[0])
         self.frontier = Share(kept, len(kept) > self.spill, self.codec, self.spill)
+
+    def _taken(self) -> list[tuple[int, Any]]:
+        """A batch of states handed over by another worker (EOFError if the coordinator stopped the level instead:
+        its stop comes as a pickled tuple, a batch is a list)."""
+        batch = pickle.loads(self.conn.recv_bytes())  # noqa: S301 - our own workers' states
+        if type(batch) is not list:
+            raise EOFError
+        return batch
 
     def _keep_runs(self, winners: np.ndarray, positions: np.ndarray, gives: list[int], takes: int) -> None:
         """`keep` for a level in work on disk: its runs merged once, the winners (judged when written) streamed
@@ -461,7 +469,7 @@ class _Worker:
         if takes:
             taken: list[tuple[int, Any]] = []
             for _ in range(takes):
-                taken.extend(pickle.loads(self.conn.recv_bytes()))  # noqa: S301 - our own workers' states
+                taken.extend(self._taken())
             taken.sort(key=lambda row: row[0])
             # Merged by position into a new share (the old one is read a chunk at a time meanwhile).
             whole = Share(heapq.merge(share.rows(), taken, key=lambda row: row[0]),
@@ -536,15 +544,20 @@ class _Pool:
         proc.join(timeout=5)  # its sentinel fires as it exits, a moment before it can be waited for
         return RuntimeError(f"worker process {proc.pid} died (exit {proc.exitcode})")
 
-    def _ready(self, w: int) -> None:
-        """Wait until worker w has written something (RuntimeError if it died first)."""
+    def _ready(self, w: int, stop: StopRequest | None = None) -> None:
+        """Wait until worker w has written something (RuntimeError if it died first, Stopped if `stop` asks for
+        it meanwhile)."""
         conn, proc = self.conns[w], self.procs[w]
-        if not conn.poll() and conn not in wait([conn, proc.sentinel]):
-            raise self._died(w)
+        while not conn.poll():
+            if stop is not None and stop.poll():
+                raise Stopped
+            ready = wait([conn, proc.sentinel], timeout=None if stop is None else WATCH)
+            if ready and conn not in ready:
+                raise self._died(w)
 
-    def recv(self, w: int) -> Any:
-        """Worker w's next message."""
-        self._ready(w)
+    def recv(self, w: int, stop: StopRequest | None = None) -> Any:
+        """Worker w's next message (Stopped if `stop` asks for it before one comes)."""
+        self._ready(w, stop)
         try:
             return self.conns[w].recv()
         except (EOFError, OSError):  # the pipe closed, or was reset as the worker went
@@ -620,9 +633,10 @@ class _Pool:
                     idle = []
         return reports
 
-    def relay(self, giver: int, taker: int) -> None:
-        """Pass one batch of pickled states from one worker to another, as bytes (never unpickled here)."""
-        self._ready(giver)
+    def relay(self, giver: int, taker: int, stop: StopRequest | None = None) -> None:
+        """Pass one batch of pickled states from one worker to another, as bytes (never unpickled here; Stopped
+        if `stop` asks for it before the batch comes)."""
+        self._ready(giver, stop)
         try:
             data = self.conns[giver].recv_bytes()
         except (EOFError, OSError):
@@ -751,15 +765,18 @@ class SharedLevels:
             mine = np.flatnonzero(who[won] == w)
             pool.send(w, ("winners", index[won][mine], mine, found.reached,
                           [c for g, _, c in moves if g == w], sum(1 for _, t, _ in moves if t == w)))
+        # The workers judge their winners and hand states over: on a big level with its runs on disk that takes a
+        # while, so a stop request is looked at meanwhile too (Stopped: the level is given up, as during its
+        # expansion; the workers in the middle of it are stopped by `halt`).
         for w in range(self.workers):
-            _, state_best, reached, goals = pool.recv(w)
+            _, state_best, reached, goals = pool.recv(w, tick.stop)
             found.reached.update(reached)
             for name, key in goals.items():
                 least(goal_best, (name,), key)
             for name, key in state_best.items():
                 least(best, (name,), key)
         for giver, taker, _ in moves:
-            pool.relay(giver, taker)
+            pool.relay(giver, taker, tick.stop)
         return Level(fps[won], parents[won], actions[won], None, best, goal_best)
 
 
