@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
+
 import numpy as np
 import pytest
 from kcm.checkers.core.bounded import BoundedSystem, load_config
 from kcm.checkers.explore import bfs, frontier, runs, workers
+
+from tests import processes
 
 
 def _same(a, b) -> None:
@@ -170,3 +178,58 @@ def test_a_stop_while_the_workers_judge_their_winners_gives_the_level_up(monkeyp
     assert "Traceback" not in capfd.readouterr().err  # the workers stopped in the middle ended quietly
     monkeypatch.setattr(workers._Pool, "expand", real)
     _same(workers.explore(model, 2, resume=checkpoint.load(ckpt, identity), spill=6, run_size=4), whole)
+
+
+# `default`: the signal comes at the first level a worker writes runs for, with most of the search still ahead.
+# SIGUSR1 dumps the coordinator's stack: the failure message then says where it was if it does not end.
+_RUN = """
+import faulthandler, signal
+faulthandler.register(signal.SIGUSR1)
+from kcm.checkers.core.bounded import BoundedSystem, load_config
+from kcm.checkers.explore import workers
+from kcm.checkers.explore.stopping import StopRequest, on_signals
+
+stop = StopRequest()
+with on_signals(stop), stop.search():
+    found = workers.explore(BoundedSystem(load_config("default")), 2, stop=stop, spill=150, run_size=40)
+print("stopped" if stop.reason else "done", found.complete, flush=True)
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_a_signal_to_the_coordinator_while_a_worker_holds_run_files_ends_the_workers_and_their_files(tmp_path, sig):
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    run = subprocess.Popen([sys.executable, "-c", _RUN], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           env={**os.environ, "TMPDIR": str(folder)}, start_new_session=True)
+    helpers: list[processes.Proc] = []
+    try:
+        deadline = time.monotonic() + 120
+        # Evidence, not a delay: a worker has a file of its own open in the folder.
+        while not helpers or not any(processes.files_in(w[0], str(folder)) for w in helpers):
+            assert run.poll() is None, run.communicate()
+            assert time.monotonic() < deadline, "no worker opened a file within 120 s"
+            time.sleep(0.02)
+            helpers = processes.children(run.pid)
+        run.send_signal(sig)
+        try:
+            out, err = run.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            run.send_signal(signal.SIGUSR1)
+            time.sleep(1)
+            run.kill()
+            out, err = run.communicate()
+            pytest.fail(f"no exit within 60 s of {sig.name}; the coordinator's stack:\n{err[-4000:]}")
+        deadline = time.monotonic() + 30
+        while [w for w in helpers if processes.alive(w)] and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not [w for w in helpers if processes.alive(w)], "a worker outlived the run"
+        assert "Traceback" not in err, err
+        assert out.split() == (["stopped", "False"] if sig == signal.SIGTERM else [])
+        assert run.returncode == (0 if sig == signal.SIGTERM else -signal.SIGKILL)
+        assert not list(folder.iterdir())  # and no file is left in the folder
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+        processes.kill(helpers)
