@@ -214,22 +214,23 @@ def test_an_exploration_runs_on_while_every_compiled_module_is_installed_again(t
 
 def test_a_stopped_spark_run_cancels_its_level_writes_its_checkpoint_and_resumes_exactly(spark, tmp_path,
                                                                                           monkeypatch):
-    import threading
-
     from kcm.checkers.core.bounded import BoundedSystem, load_config
     from kcm.checkers.explore import bfs, checkpoint
     from kcm.checkers.spark import bfs as spark_bfs
 
-    model = BoundedSystem(load_config("unclean"))
+    model = BoundedSystem(load_config("controller"))
     whole = bfs.explore(model)
     identity = checkpoint.config_identity(model.cfg)
     path = tmp_path / "spark.ckpt"
     stop = stopping.StopRequest()
     entered, cancelled, levels = spark_bfs._Watch.level, [], []
 
-    def level(self, group):  # the stand-in for a signal: a stop asked for while the first Spark level runs
+    # The stand-in for a signal: a stop asked for as the first Spark level begins. The watch cancels the level's
+    # job group at each look until the level ends, and a level of thousands of states lasts many looks (a timer
+    # here once fired after a level of `unclean`'s few states had ended).
+    def level(self, group):
         if not levels:
-            threading.Timer(0.2, stop.request, ("stopped by the test",)).start()
+            stop.request("stopped by the test")
         levels.append(int(group.rpartition("-")[2]))
         return entered(self, group)
 
@@ -244,9 +245,9 @@ def test_a_stopped_spark_run_cancels_its_level_writes_its_checkpoint_and_resumes
 
     monkeypatch.setattr(spark_bfs._Watch, "level", level)
     monkeypatch.setattr(spark_bfs._Search, "spark_level", watched)
-    # The levels of more than 20 states on Spark (the first ones in the driver, the Python workers starting meanwhile).
+    # The levels of more than 1,000 states on Spark (the first ones in the driver).
     cut = spark_bfs.explore(model, spark, checkpoint=checkpoint.Checkpointer(path, float("inf"), identity, "spark"),
-                            host_below=20, stop=stop)
+                            host_below=1000, stop=stop)
     assert stop.acted and not cut.complete and not cut.stopped and path.is_file()
     # The level in work given up, the checkpoint of its start written.
     assert levels[0] > 0 and cancelled == levels and cut.depth == levels[0]
@@ -293,7 +294,7 @@ def test_a_signal_while_a_resume_rebuilds_its_frontier_ends_the_run_at_once_and_
 
 def test_the_workers_end_by_themselves_when_the_coordinator_is_killed(tmp_path):
     # SIGKILL cannot be handled: the workers (which leave SIGINT and SIGTERM to the coordinator) must see it go.
-    # `default` (511,944 states) is still running when the workers are found.
+    # `default` (641,636 states) is still running when the workers are found.
     folder = tmp_path / "tmp"
     folder.mkdir()
     run = subprocess.Popen([sys.executable, "-m", "kcm", "explore", "--config", "default", "--workers", "2"],
