@@ -682,9 +682,7 @@ class Controller:
             old = self.zk_moving[p][0] if p in self.zk_moving else list(self.zk_assignment[p])
             self.zk_moving[p] = (old, list(target))
             return
-        if p not in self.moving and target == self.assignment[p]:
-            self.zk_moving.pop(p, None)  # nothing to move
-            return
+        # A target equal to the current replicas is no move, and completes at once (Kafka 3.8 bumps the epoch).
         old = self.moving[p][0] if p in self.moving else list(self.assignment[p])
         self.moving[p] = self.zk_moving[p] = (old, list(target))
         self.reassignment_round(p)
@@ -700,7 +698,7 @@ class Controller:
             self.remove_replicas(p, [b for b in before if b not in replicas])
         zk = self.zk_state.get(p)
         if set(target) == set(old) or (zk is not None and set(target) <= set(zk["isr"])):
-            self.finish_reassignment(p, target, leaving)
+            self.finish_reassignment(p, target, leaving, moved=set(target) != set(old))
             return
         if zk is not None:
             self.write(p, zk["leader"], zk["isr"])
@@ -709,10 +707,13 @@ class Controller:
             if b not in old:
                 self.move_replica(p, b, NEW_R)
 
-    def finish_reassignment(self, p: tuple[str, int], target: list[int], leaving: list[int]) -> None:
-        """The target replicas take over and the others are removed."""
-        for b in target:
-            self.move_replica(p, b, ONLINE_R)
+    def finish_reassignment(self, p: tuple[str, int], target: list[int], leaving: list[int],
+                            moved: bool = True) -> None:
+        """The target replicas take over and the others are removed (`moved`: some replica was added or removed;
+        if none was, no replica changes state)."""
+        if moved:
+            for b in target:
+                self.move_replica(p, b, ONLINE_R)
         self.assignment[p] = list(target)
         zk = self.zk_state.get(p)
         if zk is not None:
