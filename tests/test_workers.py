@@ -53,8 +53,8 @@ def test_idle_workers_take_work_from_busy_ones(monkeypatch):
     gifts = []
     recv = workers._Pool.recv
 
-    def counting(pool, w):
-        msg = recv(pool, w)
+    def counting(pool, w, stop=None):
+        msg = recv(pool, w, stop)
         if msg[0] == "gift" and msg[1]:
             gifts.append(w)
         return msg
@@ -70,7 +70,12 @@ def test_states_handed_over_between_levels_keep_the_result(monkeypatch):
     monkeypatch.setattr(workers, "MIN_MOVE", 0)
     relayed = []
     relay = workers._Pool.relay
-    monkeypatch.setattr(workers._Pool, "relay", lambda pool, g, t: (relayed.append((g, t)), relay(pool, g, t)))
+
+    def counting(pool, g, t, stop=None):
+        relayed.append((g, t))
+        relay(pool, g, t, stop)
+
+    monkeypatch.setattr(workers._Pool, "relay", counting)
     model = BoundedSystem(load_config("bugs/KAFKA-2729"))
     _same(workers.explore(model, 2), bfs.explore(model))
     assert relayed

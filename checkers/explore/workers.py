@@ -548,9 +548,12 @@ class _Pool:
         """Wait until worker w has written something (RuntimeError if it died first, Stopped if `stop` asks for
         it meanwhile)."""
         conn, proc = self.conns[w], self.procs[w]
-        while not conn.poll():
+        while True:
+            # The stop first: a stop asked for is acted on even where the worker's answer is already there.
             if stop is not None and stop.poll():
                 raise Stopped
+            if conn.poll():
+                return
             ready = wait([conn, proc.sentinel], timeout=None if stop is None else WATCH)
             if ready and conn not in ready:
                 raise self._died(w)
