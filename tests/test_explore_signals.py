@@ -323,3 +323,14 @@ def test_the_workers_end_by_themselves_when_the_coordinator_is_killed(tmp_path):
             run.kill()
             run.wait()
         processes.kill(helpers)
+
+
+def test_a_stopped_search_leaves_the_signal_ignored_here_but_not_in_processes_started_later():
+    stop = stopping.StopRequest()
+    with stopping.on_signals(stop), stop.search():
+        os.kill(os.getpid(), signal.SIGTERM)
+    assert stop.reason == "SIGTERM received"
+    os.kill(os.getpid(), signal.SIGTERM)  # repeated on the way out: no traceback, no exit
+    child = subprocess.run([sys.executable, "-c", "import signal; print(int(signal.getsignal(signal.SIGTERM)))"],
+                           capture_output=True, text=True, check=True)
+    assert child.stdout.strip() == str(int(signal.SIG_DFL))  # SIG_IGN would be inherited: such a run never stops

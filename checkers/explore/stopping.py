@@ -217,11 +217,16 @@ def _say(text: str) -> None:
         pass  # no usable stderr: the summary still says why the run stopped
 
 
+def _repeated(signum: int, frame: Any) -> None:
+    """A signal repeated once the search has stopped: the process is ending anyway."""
+
+
 @contextmanager
 def on_signals(stop: StopRequest) -> Iterator[StopRequest]:
     """SIGINT and SIGTERM handled by `stop` (see the module) until the block ends; the old handlers back then,
     unless a stop was asked for: then the process is ending, and a signal repeated after the block is ignored
-    rather than allowed to kill it with a traceback on the way out."""
+    rather than allowed to kill it with a traceback on the way out. Ignored by a handler that does nothing, not by
+    SIG_IGN: a process started afterwards would inherit SIG_IGN and could then never be stopped by the signal."""
     if threading.current_thread() is not threading.main_thread():
         yield stop  # only the main thread may set handlers (a caller in a thread keeps its own)
         return
@@ -235,7 +240,7 @@ def on_signals(stop: StopRequest) -> Iterator[StopRequest]:
         yield stop
     finally:
         for sig, handler in old.items():
-            signal.signal(sig, signal.SIG_IGN if stop.reason is not None else handler)
+            signal.signal(sig, _repeated if stop.reason is not None else handler)
 
 
 def reinstall(stop: StopRequest) -> None:
