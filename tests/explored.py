@@ -7,8 +7,9 @@ from typing import Any
 from kcm.checkers.explore.verdicts import indexed_successors
 
 
-def bfs_states(model: Any, levels: int | None = None) -> list[Any]:
-    """Every state reached from the initial ones within `levels` steps (None: all), once each, level by level."""
+def bfs_states(model: Any, levels: int | None = None, limit: int | None = None) -> list[Any]:
+    """Every state reached from the initial ones within `levels` steps (None: all), once each, level by level;
+    only the first `limit` of them when given."""
     seen: set[int] = set()
     out: list[Any] = []
     frontier = []
@@ -20,6 +21,8 @@ def bfs_states(model: Any, levels: int | None = None) -> list[Any]:
     depth = 0
     while frontier:
         out.extend(frontier)
+        if limit is not None and len(out) >= limit:
+            return out[:limit]
         if levels is not None and depth + 1 >= levels:
             break
         nxt = []

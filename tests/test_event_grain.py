@@ -15,6 +15,8 @@ from kcm.model.errors import NoEventQueued, NotController
 from kcm.model.symmetry import rename_cluster
 from kcm.reference import api
 
+from tests.explored import bfs_states
+
 LIBRARY = Path(__file__).resolve().parent.parent / "specs" / "scenarios"
 # The scenarios written at the coarse grain (the default): those at the event grain name their controller events.
 FILES = sorted(p for p in LIBRARY.rglob("*.json") if '"grain": "event"' not in p.read_text())
@@ -169,25 +171,10 @@ def test_a_leader_made_follower_moves_in_two_steps_and_a_session_loss_between_th
     assert dict(one.replicas)[("t", 0, 1)].leader == 0 and not one.inflight
 
 
-def _states(model, limit=5000):
-    """The states of a breadth-first walk of the model (at most `limit`)."""
-    frontier, seen = model.init_states(), {}
-    while frontier and len(seen) < limit:
-        nxt = []
-        for state in frontier:
-            seen[model.fingerprint(state)] = state
-            for action in model.actions(state):
-                after = model.next_state(state, action)
-                if after is not None and model.within_boundary(after) and model.fingerprint(after) not in seen:
-                    nxt.append(after)
-        frontier = list({model.fingerprint(s): s for s in nxt}.values())
-    return list(seen.values())
-
-
 def test_the_controller_move_family_moves_only_a_controller_holding_events():
     model = BoundedSystem(load_config("controller-move"))
     moves = 0
-    for state in _states(model):
+    for state in bfs_states(model):
         offered = [a for a in model.actions(state) if isinstance(a, A.ControllerMove)]
         if not state.ctx.events or state.zombie is not None:
             assert not offered, state  # a move with nothing queued is controller_resign; one old controller at most

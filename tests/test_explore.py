@@ -13,6 +13,7 @@ from kcm.model.errors import KcmError
 from kcm.reference import api
 
 from kcm.cli import main
+from tests.explored import bfs_states
 
 
 def test_tiny_explores_and_every_safety_property_holds():
@@ -90,26 +91,11 @@ def _withheld(model, state):
     return [a for a in candidates if (type(a), a) not in offered]
 
 
-def _first_states(model, count):
-    """About the first `count` states a breadth-first walk of the model reaches."""
-    frontier, seen = model.init_states(), set()
-    while frontier and len(seen) < count:
-        yield from frontier
-        nxt = []
-        for state in frontier:
-            for action in model.actions(state):
-                after = model.next_state(state, action)
-                if after is not None and model.within_boundary(after) and model.fingerprint(after) not in seen:
-                    seen.add(model.fingerprint(after))
-                    nxt.append(after)
-        frontier = nxt
-
-
 @pytest.mark.parametrize("name", ["controller", "async", "bugs/KIP-279", "liveness"])
 def test_actions_withheld_from_the_explorer_change_nothing(name):
     model = BoundedSystem(load_config(name))
     checked = 0
-    for state in _first_states(model, 1500):
+    for state in bfs_states(model, limit=1500):
         for action in _withheld(model, state):
             assert model.next_state(state, action) is None, (action, state)
             checked += 1
@@ -120,7 +106,7 @@ def test_actions_withheld_from_the_explorer_change_nothing(name):
 def test_a_successor_stopped_at_a_bound_is_one_the_boundary_drops(name):
     model = BoundedSystem(load_config(name))
     stopped = 0
-    for state in _first_states(model, 1500):
+    for state in bfs_states(model, limit=1500):
         for action in model.actions(state):
             try:
                 after, effects = model.step(state, action)

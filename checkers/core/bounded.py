@@ -263,7 +263,7 @@ class BoundedSystem(ModelBase):
         self._resign = A.ControllerResign()
         self._next_event, self._zombie_event = A.ControllerEvent(), A.ControllerEvent(zombie=True)
         self._preferred = A.PreferredElection()
-        self._reassign = {tp: [(t, A.Reassign(tp, t)) for t in self._targets] for tp in self.tps}
+        self._reassign = {tp: [A.Reassign(tp, t) for t in self._targets] for tp in self.tps}
         self._produce = {tp: (A.Produce(tp), A.Replicate(tp), A.Produce(tp, 1, "1")) for tp in self.tps}
         self._per_replica = {(tp, b): (A.Replicate(tp, b), A.IsrShrink(tp, b)) for tp in self.tps
                              for b in self.config.brokers}
@@ -356,7 +356,7 @@ class BoundedSystem(ModelBase):
             if tp not in assignments:
                 continue
             if "reassignment" in fam and tp not in moving:
-                out += [action for _t, action in self._reassign[tp]]
+                out += self._reassign[tp]
             if "data_plane" in fam:
                 produce, replicate, produce_one = self._produce[tp]
                 out.append(produce)

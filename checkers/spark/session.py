@@ -22,6 +22,7 @@ from typing import Any
 DEFAULT_MEMORY = "4g"
 LOCAL_RETRIES = 4  # attempts per task on a local master (Spark's spark.task.maxFailures default on a cluster)
 CONNECT_TIMEOUT = 3.0  # seconds to wait for a standalone master's port to answer
+QUIET_DAEMON = "kcm.checkers.spark.quiet_daemon"  # PySpark's daemon, quiet about cancelled tasks' workers
 LOG_CONFIG = Path(__file__).with_name("spark-log4j2.properties")
 DRIVER_JIT = "-XX:TieredStopAtLevel=1"  # the driver JVM compiles with C1 only (why: in `spark_session` below)
 
@@ -149,7 +150,8 @@ def spark_session(master: str | None = "local[*]", memory: str | None = None,
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.driver.extraJavaOptions", driver_java)
                .config("spark.executor.extraJavaOptions", java)
-               .config("spark.task.maxFailures", str(LOCAL_RETRIES)))
+               .config("spark.task.maxFailures", str(LOCAL_RETRIES))
+               .config("spark.python.daemon.module", QUIET_DAEMON))
     if memory is not None:
         builder = builder.config("spark.executor.memory", memory)
     if not under_spark_submit() and (memory is not None or "spark.driver.memory" not in spark_defaults()):
