@@ -51,11 +51,11 @@ fi
 
 if [ "$mode" = main ]; then
   extras=spark
-  needs="import kcm, kcm.model, pyspark, numpy, pyarrow, pandas"
+  needs="import kcm, kcm.model, pyspark, numpy, msgpack, pyarrow, pandas"
   marker=.venv/.kcm-installed-main
 else
   extras=all,dev
-  needs="import kcm, kcm.model, pyspark, z3, numpy, pyarrow, pandas, hypothesis, icontract, xxhash, junitparser, kazoo"
+  needs="import kcm, kcm.model, pyspark, z3, numpy, msgpack, pyarrow, pandas, hypothesis, icontract, xxhash, junitparser, kazoo"
   marker=.venv/.kcm-installed
 fi
 [ "$compiled" != 0 ] && { extras=$extras,compiled; needs="$needs, Cython"; }

@@ -36,7 +36,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 # Top-level modules the core install leaves out -> the extra that brings them. The spark engine and the live mode
 # import theirs on first use and report a missing one themselves (commands/explore.py, checkers/live/zk_server.py).
-EXTRAS = {"numpy": "explore", "z3": "prove"}
+EXTRAS = {"numpy": "explore", "msgpack": "explore", "z3": "prove"}
 
 
 def _chosen(argv: list[str]) -> str | None:

@@ -35,9 +35,10 @@ PACKAGES = {"kcm.model": "model", "kcm.reference": "reference", "kcm.properties"
             "kcm.checkers.core": "checkers/core", "kcm.checkers.explore": "checkers/explore",
             "kcm.checkers.spark": "checkers/spark"}
 # Packages compiled only in part: of checkers/, the explorers' hot path (the level loop, the bounded
-# system, the checks, the visited set, Spark's expansion and codec); the rest is I/O, Spark's driver, Z3
-# and test tooling, where compiling gains nothing.
-ONLY = {"kcm.checkers.core": ("bounded",), "kcm.checkers.explore": ("bfs", "codec", "verdicts", "visited"),
+# system, the checks, the visited set, the checkpoints' stored states, Spark's expansion and codec); the rest is
+# I/O, Spark's driver, Z3 and test tooling, where compiling gains nothing.
+ONLY = {"kcm.checkers.core": ("bounded",),
+        "kcm.checkers.explore": ("bfs", "codec", "stored_states", "verdicts", "visited"),
         "kcm.checkers.spark": ("expand",)}
 # The kcm modules a `.pxd` cimports (`from kcm.model.txn cimport Txn`, `cimport kcm.model.txn`).
 # `from kcm.reference cimport requests` cimports the module kcm.reference.requests: the names after `cimport` count.

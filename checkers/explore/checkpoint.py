@@ -4,10 +4,11 @@ The file is one line of JSON (the header), then the body. The header names the f
 engine, the identity of the configuration (a SHA-256 of its JSON without `description`, with the reduction in
 use) and the body's length and SHA-256. The body is a NumPy `.npz` archive of plain arrays, read with pickle
 off: the visited fingerprints, each level's parent and action positions, the frontier's fingerprints, and the
-counters and witnesses as JSON bytes. No state is stored: the frontier's states are rebuilt by replaying the
-parent links (`visited.replay_levels`), and must come out with the saved fingerprints. So loading a file can
-run no code, and a file that is damaged, foreign or does not hang together is refused (BadCheckpoint), never
-resumed.
+counters and witnesses as JSON bytes. The frontier's states are rebuilt by replaying the parent links
+(`visited.replay_levels`), and must come out with the saved fingerprints; or, where the file holds them as data
+(`stored_states.py`: a stopped local search stores them, as does any checkpoint of a small frontier), decoded
+from it, each with its saved fingerprint. So loading a file can run no code, and a file that is damaged, foreign
+or does not hang together is refused (BadCheckpoint), never resumed.
 
 A write goes to a temporary file beside the target (fsync), which is then renamed over it (and the folder
 synced): a reader sees the old checkpoint or the whole new one. A temporary file left by a run killed during a
@@ -85,10 +86,18 @@ class Checkpointer:
         """Whether a level boundary now should write a checkpoint."""
         return time.monotonic() - self.last >= self.every
 
-    def write(self, visited: Any, frontier: list[int], meta: dict[str, Any]) -> None:
-        """Write the visited set, the frontier's fingerprints and the counters as one checkpoint, atomically."""
+    def write(self, visited: Any, frontier: list[int], meta: dict[str, Any], states: Any = None) -> None:
+        """Write the visited set, the frontier's fingerprints and the counters as one checkpoint, atomically;
+        with `states` (the frontier's, in the order of its fingerprints) stored too, so a resume need not replay."""
         arrays = dict(visited.arrays())
         arrays["frontier"] = np.asarray(frontier, dtype=np.uint64)
+        from kcm.checkers.explore import stored_states
+
+        if states is not None and stored_states.available():
+            try:
+                arrays.update(stored_states.pack(states))
+            except TypeError:
+                pass  # a model whose states hold values the encoding does not know: its resumes replay
         arrays["meta"] = np.frombuffer(json.dumps(meta, sort_keys=True).encode(), dtype=np.uint8)
         body = io.BytesIO()
         np.savez(body, **arrays)

@@ -22,11 +22,17 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
 import numpy as np
+from kcm.checkers.explore import stored_states
 from kcm.checkers.explore.checkpoint import BadCheckpoint, Checkpointer, Snapshot
+from kcm.checkers.explore.collector import no_collections
 from kcm.checkers.explore.stopping import StopRequest, rebuilding
 from kcm.checkers.explore.verdicts import Exploration, state_checks
 from kcm.checkers.explore.visited import FP, Visited, replay, replay_levels
 from kcm.model.interface import STATE_KINDS
+
+# A periodic checkpoint stores the frontier's states (so its resume need not replay) up to this many; a stop's
+# checkpoint always does, since a resume is sure to follow it (on `large` at level 13: 2.5 million states).
+STORE_BELOW = 100_000
 
 Link = tuple[int, int]  # (parent's position in its level, action's position in model.actions(parent))
 Witness = tuple[int, list[int]]  # (initial-state position, action positions): a path, rebuilt by replay
@@ -117,9 +123,9 @@ class Books(Protocol):
         """The witnesses as paths (initial-state position, action positions)."""
 
     def write(self, checkpoint: Checkpointer, depth: int, width: int, witnesses: dict[str, Any],
-              meta: Callable[[dict[str, Witness]], dict[str, Any]]) -> None:
+              meta: Callable[[dict[str, Witness]], dict[str, Any]], states: Any = None) -> None:
         """Write the checkpoint of the level boundary: the visited set, the frontier, `meta` of the witnesses'
-        paths."""
+        paths; `states`, the frontier's states when the engine holds them here, stored too."""
 
     def nbytes(self) -> int:
         """Bytes the visited set takes."""
@@ -164,9 +170,9 @@ class LocalBooks:
         return witnesses
 
     def write(self, checkpoint: Checkpointer, depth: int, width: int, witnesses: dict[str, Any],
-              meta: Callable[[dict[str, Witness]], dict[str, Any]]) -> None:
-        """The visited arrays and the frontier's fingerprints."""
-        checkpoint.write(self.visited, self.frontier_fps, meta(witnesses))
+              meta: Callable[[dict[str, Witness]], dict[str, Any]], states: Any = None) -> None:
+        """The visited arrays and the frontier's fingerprints (and its states, when given)."""
+        checkpoint.write(self.visited, self.frontier_fps, meta(witnesses), states)
 
     def nbytes(self) -> int:
         """The visited set's arrays."""
@@ -248,6 +254,10 @@ def run(model: Any, found: Exploration, levels: Levels, max_states: int | None =
     def meta(paths: dict[str, Witness]) -> dict[str, Any]:
         return checkpoint_meta(found, paths, depth, sizes, expanded, spent + time.perf_counter() - start)
 
+    def held(states: Any, wanted: bool) -> Any:
+        """The frontier's states for a checkpoint, if `wanted` and this process holds them (else None)."""
+        return states if wanted and getattr(levels, "HOLDS_STATES", False) else None
+
     tick = Tick(report, stop)
     stopped = should_stop(stop_at, witnesses)
     interrupted = False
@@ -263,7 +273,7 @@ def run(model: Any, found: Exploration, levels: Levels, max_states: int | None =
             stopped = should_stop(stop_at, witnesses)
             if stopped:
                 break  # the local engine would have stopped already
-            books.write(checkpoint, depth, width, witnesses, meta)
+            books.write(checkpoint, depth, width, witnesses, meta, held(frontier, (width or 0) <= STORE_BELOW))
         level_start = time.perf_counter()
         # What a level given up for `stop` gives back: its transitions, goals and coverage are counted again on
         # resume (the checkpoint is of the level's start).
@@ -317,7 +327,7 @@ def run(model: Any, found: Exploration, levels: Levels, max_states: int | None =
             if stop is not None:
                 stop.acted = True
             if checkpoint is not None:
-                books.write(checkpoint, depth, width, witnesses, meta)
+                books.write(checkpoint, depth, width, witnesses, meta, held(frontier, True))
     if stopped and width:
         found.complete = False
         found.stopped = True
@@ -442,6 +452,13 @@ def resume_frontier(model: Any, snapshot: Snapshot,
             if len(steps) > meta["depth"]:
                 raise ValueError(f"the witness of {name} is longer than the search is deep")
             replay(model, root, steps)
+        if on_fingerprints is None and "states.ends" in snapshot.arrays and stored_states.available():
+            if want.size != visited.parents[-1].size or bool(np.any(want[1:] <= want[:-1])) \
+                    or bool(visited.unseen(want).any()):
+                raise BadCheckpoint(f"{snapshot.path}: the saved frontier is not the last level of the visited set")
+            links_in_range(visited)
+            sampled_paths(model, visited, want)
+            return visited, want.tolist(), stored_frontier(model, snapshot, want)
         last: list[np.ndarray] = []
 
         def keep(level: int, fps: np.ndarray) -> None:
@@ -450,12 +467,78 @@ def resume_frontier(model: Any, snapshot: Snapshot,
                 on_fingerprints(level, fps)
 
         states = replay_levels(model, visited, on_fingerprints=keep)
+    except BadCheckpoint:
+        raise
     except (IndexError, ValueError, RuntimeError) as err:
         raise BadCheckpoint(f"{snapshot.path}: the parent links do not replay ({err})") from None
     fps = last[0]
     if fps.size != want.size or not np.array_equal(fps, want):
         raise BadCheckpoint(f"{snapshot.path}: the saved frontier is not the last level of the visited set")
     return visited, want.tolist(), states
+
+
+SAMPLED = 256  # frontier states whose paths a resume from stored states replays (each costs one step a level)
+
+
+def links_in_range(visited: Visited) -> None:
+    """ValueError unless every parent link names a state of the level before (what a replay would find)."""
+    for level in range(1, len(visited.parents)):
+        links = visited.parents[level]
+        if links.size and int(links.max()) >= visited.parents[level - 1].size:
+            raise ValueError(f"level {level} names a parent past the {visited.parents[level - 1].size} of level "
+                             f"{level - 1}")
+
+
+def sampled_paths(model: Any, visited: Visited, want: np.ndarray) -> None:
+    """Replay the paths of up to SAMPLED frontier states, spread over it, from their parent links; ValueError
+    unless each ends at its saved fingerprint. (A resume from stored states replays no level: this checks that
+    the links the counterexamples will follow hang together with the states, at a cost of depth steps each.)"""
+    depth = len(visited.parents) - 1
+    inits = model.init_states()
+    for at in sorted({int(k) for k in np.linspace(0, want.size - 1, min(SAMPLED, want.size))}):
+        root, steps = visited.path(depth, at)
+        if not 0 <= root < len(inits):
+            raise ValueError(f"a path starts at initial state {root} of {len(inits)}")
+        state = inits[root]
+        for i in steps:
+            actions = model.actions(state)
+            if i >= len(actions):
+                raise ValueError(f"a parent link names action {i} of {len(actions)}")
+            state = model.next_state(state, actions[i])
+            if state is None:
+                raise ValueError("a parent link names a step that changes nothing")
+        if model.fingerprint(state) != int(want[at]):
+            raise ValueError(f"the path of frontier state {at} does not lead to its fingerprint")
+
+
+def stored_frontier(model: Any, snapshot: Snapshot, want: np.ndarray) -> Any:
+    """The frontier's states stored in a checkpoint, each checked to have its saved fingerprint; a list, or a
+    `Frontier` when it is big (as the search keeps it); BadCheckpoint when they are malformed or do not match."""
+    from kcm.checkers.explore import frontier as compact
+
+    spill = compact.SPILL
+    fingerprint = model.fingerprint
+    expected = want.tolist()
+
+    def checked() -> Any:
+        at = 0
+        for batch in stored_states.unpack(snapshot.arrays):
+            if at + len(batch) > len(expected):
+                raise ValueError("more stored states than the frontier has")
+            for state in batch:
+                if fingerprint(state) != expected[at]:
+                    raise ValueError(f"stored state {at} does not have the frontier's fingerprint there")
+                at += 1
+                yield state
+        if at != len(expected):
+            raise ValueError(f"{at} stored states for a frontier of {len(expected)}")
+
+    try:
+        with no_collections():  # the decoded states are acyclic values: a cycle scan would revisit them all
+            return compact.next_level(checked(), len(expected), spill, codec=compact.codec_for(spill))
+    except (ValueError, TypeError, AttributeError, IndexError, KeyError, RecursionError) as err:
+        # A value of the wrong kind inside a record fails in the fingerprint's own code.
+        raise BadCheckpoint(f"{snapshot.path}: the stored frontier states are not the frontier ({err})") from None
 
 
 def eta(sizes: list[int], frontier: int, done: int, new: int, expanded: int, seconds: float) -> float | None:

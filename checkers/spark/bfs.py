@@ -199,10 +199,11 @@ class _Search:
         """`df` computed now and kept by the JVM with its lineage cut, so that later levels never recompute it."""
         return df.localCheckpoint(eager=True)
 
-    def release(self, df: Any) -> None:
-        """Free the blocks of a DataFrame made by `checkpointed` (Spark frees them late otherwise)."""
+    def release(self, df: Any, wait: bool = False) -> None:
+        """Free the blocks of a DataFrame made by `checkpointed` (Spark frees them late otherwise); `wait`: until
+        they are gone."""
         try:
-            df._jdf.queryExecution().logical().rdd().unpersist(False)
+            df._jdf.queryExecution().logical().rdd().unpersist(wait)
         except Exception:  # noqa: BLE001 - only a memory hint; Spark's cleaner frees the blocks eventually
             pass
 
@@ -545,8 +546,9 @@ class _Search:
         return Links.of(np.concatenate(fps), np.concatenate(parents), np.concatenate(aidxs))
 
     def write(self, checkpoint: Checkpointer, depth: int, width: int, witnesses: dict[str, Any],
-              meta: Callable[[dict[str, Witness]], dict[str, Any]]) -> None:
-        """Write the search so far in the local engine's checkpoint format (`spark_checkpoint`)."""
+              meta: Callable[[dict[str, Witness]], dict[str, Any]], states: Any = None) -> None:
+        """Write the search so far in the local engine's checkpoint format (`spark_checkpoint`); the frontier's
+        states stay in Spark (`states` is None here), so its resume replays."""
         links = self._links()
         if links.depth() != depth or links.sizes()[-1] != width:
             raise RuntimeError(f"the visited set has depth {links.depth()}, the search {depth}")
@@ -629,8 +631,10 @@ def explore(model: Any, spark: Any, max_states: int | None = None, progress: Pro
         search.watch.close()
     search.warmed(cancel=True)  # a search that ended in the driver needs no workers
     gc.unfreeze()  # what the driver's expansions froze can be collected again
+    # The last frees wait: a session stopped while a removal is still under way has Spark print a
+    # RejectedExecutionException's stack for each (seen when a stopped run of `large` ended).
     for df in search.pieces + search.recent:
-        search.release(df)
+        search.release(df, wait=True)
     if timings is not None:
         timings.extend(search.timings)
     return found

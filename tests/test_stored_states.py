@@ -1,0 +1,159 @@
+"""A checkpoint's stored frontier states: exact round trips, a resume that replays no level, hostile bytes refused."""
+
+from __future__ import annotations
+
+import json
+import zlib
+
+import msgpack
+import numpy as np
+import pytest
+from kcm.checkers.core.bounded import BoundedSystem, load_config
+from kcm.checkers.explore import checkpoint, level_loop, stored_states
+from kcm.checkers.explore.stored_states import pack, unpack
+
+from kcm.cli import main
+from tests.explored import bfs_states
+from tests.test_explore_resume import _refused, _rewrite
+
+KEYS = ("distinct_states", "transitions", "depth", "complete", "verdicts", "counterexamples")
+
+
+def test_states_round_trip_exactly_with_their_fingerprints():
+    model = BoundedSystem(load_config("controller"))
+    states = bfs_states(model, limit=3 * stored_states.CHUNK)  # several chunks, the last one short
+    back = [s for batch in unpack(pack(states)) for s in batch]
+    assert back == states
+    assert [model.fingerprint(s) for s in back] == [model.fingerprint(s) for s in states]
+    assert [type(s) for s in back] == [type(s) for s in states]
+    assert not list(unpack(pack([])))
+
+
+def test_a_value_the_encoding_does_not_know_is_refused_when_packing():
+    model = BoundedSystem(load_config("tiny"))
+    state = model.init_states()[0]
+    with pytest.raises(TypeError, match="float"):
+        pack([state._replace(zombie=1.5)])
+
+
+def _arrays(chunks: list[bytes]) -> dict[str, np.ndarray]:
+    ends = np.cumsum([len(c) for c in chunks], dtype=np.uint64)
+    return {"states.data": np.frombuffer(b"".join(chunks), dtype=np.uint8), "states.ends": ends}
+
+
+@pytest.mark.parametrize("chunks, problem", [
+    ([b"not zlib"], "does not inflate"),
+    ([zlib.compress(b"\xc1")], "not MessagePack"),  # 0xc1: never used
+    ([zlib.compress(msgpack.packb({"a": 1}))], "record type"),  # a map is a record: its key must be a type number
+    ([zlib.compress(msgpack.packb([{9999: [1]}]))], "record type"),
+    ([zlib.compress(msgpack.packb([{0: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17]}]))], "fields"),
+    ([zlib.compress(msgpack.packb([{0: [], 1: []}]))], "entries"),
+    ([zlib.compress(msgpack.packb(7))], "not a list"),
+    ([zlib.compress(msgpack.packb([1]))[:-2]], "cut"),
+    ([zlib.compress(msgpack.packb([1])) + b"more"], "followed"),
+    ([zlib.compress(msgpack.packb([1]) + b"\x01")], "extra data"),
+])
+def test_malformed_stored_states_are_a_value_error(chunks, problem):
+    with pytest.raises(ValueError, match=problem):
+        list(unpack(_arrays(chunks)))
+
+
+def test_chunk_ends_that_do_not_fit_and_an_inflation_bomb_are_refused(monkeypatch):
+    good = _arrays([zlib.compress(msgpack.packb([1]))])
+    for bad in ({**good, "states.ends": good["states.ends"] + np.uint64(1)},
+                {**good, "states.ends": good["states.ends"].astype(np.int64)},
+                {**good, "states.ends": np.zeros(0, dtype=np.uint64)}):
+        with pytest.raises(ValueError):
+            list(unpack(bad))
+    monkeypatch.setattr(stored_states, "MAX_CHUNK", 1000)
+    with pytest.raises(ValueError, match="too big"):
+        list(unpack(_arrays([zlib.compress(msgpack.packb([b"\x00" * 5000]))])))
+
+
+def _partial(tmp_path, capsys, config="controller", states=3000):
+    """A partial run's checkpoint (every level boundary writes one; the last one's frontier is stored)."""
+    ckpt = tmp_path / f"{config}.ckpt"
+    assert main(["explore", "--config", config, "--quiet", "--max-states", str(states), "--checkpoint", str(ckpt),
+                 "--checkpoint-every", "0"]) == 3
+    capsys.readouterr()
+    return ckpt
+
+
+def _summary(args, capsys) -> dict:
+    assert main(["explore", "--quiet", "--json", *args]) in (0, 1)
+    return json.loads(capsys.readouterr().out)
+
+
+def test_a_resume_from_stored_states_replays_no_level_and_ends_as_an_uninterrupted_run(tmp_path, capsys,
+                                                                                     monkeypatch):
+    ckpt = _partial(tmp_path, capsys)
+    snap = checkpoint.load(ckpt, checkpoint.config_identity(load_config("controller")))
+    assert "states.ends" in snap.arrays and snap.meta["depth"] >= 4
+
+    def no_replay(*_args, **_kwargs):
+        raise AssertionError("a resume from stored states replayed the levels")
+
+    monkeypatch.setattr(level_loop, "replay_levels", no_replay)
+    resumed = _summary(["--config", "controller", "--resume", str(ckpt)], capsys)
+    monkeypatch.undo()
+    whole = _summary(["--config", "controller"], capsys)
+    assert {k: resumed[k] for k in KEYS} == {k: whole[k] for k in KEYS}
+    assert resumed["distinct_states"] == 38611
+
+
+def test_a_big_frontier_is_stored_only_by_a_stop_and_a_file_without_states_replays(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(level_loop, "STORE_BELOW", 10)
+    ckpt = _partial(tmp_path, capsys, "tiny", 200)
+    identity = checkpoint.config_identity(load_config("tiny"))
+    assert "states.ends" not in checkpoint.load(ckpt, identity).arrays
+    replayed, real = [], level_loop.replay_levels
+    monkeypatch.setattr(level_loop, "replay_levels", lambda *a, **k: replayed.append(1) or real(*a, **k))
+    assert _summary(["--config", "tiny", "--resume", str(ckpt)], capsys)["distinct_states"] == 651
+    assert replayed
+
+
+def test_without_messagepack_no_state_is_stored_and_stored_ones_are_replayed_instead(tmp_path, capsys,
+                                                                                    monkeypatch):
+    ckpt = _partial(tmp_path, capsys, "tiny", 200)
+    monkeypatch.setattr(stored_states, "msgpack", None)
+    other = _partial(tmp_path / "other", capsys, "tiny", 200)
+    identity = checkpoint.config_identity(load_config("tiny"))
+    assert "states.ends" not in checkpoint.load(other, identity).arrays
+    assert "states.ends" in checkpoint.load(ckpt, identity).arrays
+    assert _summary(["--config", "tiny", "--resume", str(ckpt)], capsys)["distinct_states"] == 651
+
+
+def _swap_two_states(arrays):
+    batches = list(unpack(arrays))
+    batches[0][0], batches[0][1] = batches[0][1], batches[0][0]
+    arrays.update(pack([s for b in batches for s in b]))
+
+
+def _other_states(arrays):
+    model = BoundedSystem(load_config("tiny"))
+    count = int(arrays["frontier"].size)
+    arrays.update(pack([model.init_states()[0]] * count))
+
+
+@pytest.mark.parametrize("change, problem", [
+    (_swap_two_states, "stored frontier states are not the frontier"),
+    (_other_states, "stored frontier states are not the frontier"),
+    (lambda a: a.update({"states.data": a["states.data"][:-1]}), "stored frontier states"),
+    (lambda a: a.update({"actions.3": a["actions.3"] + np.uint16(1)}), "parent links"),
+    (lambda a: a.update({"parents.4": a["parents.4"] + np.uint32(10_000)}), "parent"),
+    (lambda a: a.update(frontier=a["frontier"][::-1].copy()), "frontier"),
+])
+def test_stored_states_that_do_not_hang_together_are_refused_in_one_line(tmp_path, capsys, change, problem):
+    ckpt = _partial(tmp_path, capsys, "tiny", 200)
+    _rewrite(ckpt, change)  # a body with a matching checksum
+    assert problem in _refused(["--config", "tiny", "--resume", str(ckpt)], capsys)
+
+
+def test_a_stored_state_is_data_a_crafted_record_type_cannot_name_code(tmp_path, capsys):
+    ckpt = _partial(tmp_path, capsys, "tiny", 200)
+    # An ext type or a class name in place of a record number: MessagePack hands it over as data, refused.
+    crafted = [zlib.compress(msgpack.packb([msgpack.ExtType(1, b"os.system")])),
+               zlib.compress(msgpack.packb([{"os.system": ["echo"]}]))]
+    for chunk in crafted:
+        _rewrite(ckpt, lambda a, c=chunk: a.update(_arrays([c])))
+        assert "stored frontier states" in _refused(["--config", "tiny", "--resume", str(ckpt)], capsys)
