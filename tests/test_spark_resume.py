@@ -90,6 +90,38 @@ def test_a_checkpoint_of_either_engine_resumes_on_the_other_to_the_same_results(
 
 
 @pytest.mark.spark
+@pytest.mark.parametrize("host_below", [0, 100_000])  # the frontier in Spark; in the driver
+def test_a_spark_checkpoint_stores_the_frontier_and_the_levels_and_resumes_without_replaying(spark, tmp_path,
+                                                                                            monkeypatch, host_below):
+    from kcm.checkers.explore import level_loop
+    from kcm.checkers.spark import bfs as spark_bfs
+
+    model = BoundedSystem(load_config("unclean"))
+    identity = checkpoint.config_identity(model.cfg)
+    whole = bfs.explore(model)
+    ckpt = tmp_path / "unclean.ckpt"
+    spark_bfs.explore(model, spark, max_states=whole.distinct_states // 3, host_below=host_below,
+                      checkpoint=checkpoint.Checkpointer(ckpt, 0, identity, engine="spark"))
+    snap = checkpoint.load(ckpt, identity)
+    assert {"states.data", "states.ends", "levels"} <= snap.arrays.keys()
+    assert np.bincount(snap.arrays["levels"]).tolist() == snap.meta["sizes"]
+
+    def no_replay(*_args, **_kwargs):
+        raise AssertionError("a resume from stored states replayed the levels")
+
+    monkeypatch.setattr(level_loop, "replay_levels", no_replay)
+    on_spark = spark_bfs.explore(model, spark, resume=snap, host_below=host_below)
+    on_local = bfs.explore(model, resume=checkpoint.load(ckpt, identity))
+    assert _key(on_spark) == _key(whole) == _key(on_local)
+    # A level mark that does not fit is refused: the visited fingerprints are read by level, not replayed.
+    levels = snap.arrays["levels"].copy()
+    levels[np.flatnonzero(levels == 1)[0]] = 2
+    snap.arrays["levels"] = levels
+    with pytest.raises(checkpoint.BadCheckpoint, match="levels"):
+        spark_bfs.explore(model, spark, resume=snap, host_below=host_below)
+
+
+@pytest.mark.spark
 @pytest.mark.slow
 def test_a_checkpoint_past_a_violation_resumed_to_stop_at_it_stops_at_once_on_either_engine(spark, tmp_path):
     from kcm.checkers.spark import bfs as spark_bfs

@@ -47,7 +47,7 @@ def safety_names(model: Any) -> set[str]:
 class LocalLevels:
     """The local engine's levels: the frontier a list of states (or a spilled `Frontier`) in this process."""
 
-    HOLDS_STATES = True  # a checkpoint can store the frontier's states (`level_loop.run`)
+    STORES_STATES = True  # a checkpoint can store the frontier's states (`level_loop.run`)
 
     def __init__(self, model: Any, expand_level: Callable[[Any], Iterable[Row]], skip_unchanged: bool = True,
                  spill: int | None = SPILL, run_size: int | None = RUN) -> None:

@@ -86,11 +86,14 @@ class Checkpointer:
         """Whether a level boundary now should write a checkpoint."""
         return time.monotonic() - self.last >= self.every
 
-    def write(self, visited: Any, frontier: list[int], meta: dict[str, Any], states: Any = None) -> None:
+    def write(self, visited: Any, frontier: list[int], meta: dict[str, Any], states: Any = None,
+              stored: dict[str, np.ndarray] | None = None) -> None:
         """Write the visited set, the frontier's fingerprints and the counters as one checkpoint, atomically;
-        with `states` (the frontier's, in the order of its fingerprints) stored too, so a resume need not replay."""
+        with `states` (the frontier's, in the order of its fingerprints) stored too, so a resume need not replay;
+        `stored`: those arrays made already (the Spark engine's, with each visited state's `levels`)."""
         arrays = dict(visited.arrays())
         arrays["frontier"] = np.asarray(frontier, dtype=np.uint64)
+        arrays.update(stored or {})
         from kcm.checkers.explore import stored_states
 
         if states is not None and stored_states.available():

@@ -256,7 +256,7 @@ def run(model: Any, found: Exploration, levels: Levels, max_states: int | None =
 
     def held(states: Any, wanted: bool) -> Any:
         """The frontier's states for a checkpoint, if `wanted` and this process holds them (else None)."""
-        return states if wanted and getattr(levels, "HOLDS_STATES", False) else None
+        return states if wanted and getattr(levels, "STORES_STATES", False) else None
 
     tick = Tick(report, stop)
     stopped = should_stop(stop_at, witnesses)
@@ -452,12 +452,16 @@ def resume_frontier(model: Any, snapshot: Snapshot,
             if len(steps) > meta["depth"]:
                 raise ValueError(f"the witness of {name} is longer than the search is deep")
             replay(model, root, steps)
-        if on_fingerprints is None and "states.ends" in snapshot.arrays and stored_states.available():
+        stored = "states.ends" in snapshot.arrays and stored_states.available()
+        if stored and (on_fingerprints is None or "levels" in snapshot.arrays):
             if want.size != visited.parents[-1].size or bool(np.any(want[1:] <= want[:-1])) \
                     or bool(visited.unseen(want).any()):
                 raise BadCheckpoint(f"{snapshot.path}: the saved frontier is not the last level of the visited set")
             links_in_range(visited)
-            sampled_paths(model, visited, want)
+            by_level = None if on_fingerprints is None else level_fingerprints(model, visited, snapshot, want)
+            sampled_paths(model, visited, want, by_level)
+            for level, fps in enumerate(by_level or ()):
+                on_fingerprints(level, fps)
             return visited, want.tolist(), stored_frontier(model, snapshot, want)
         last: list[np.ndarray] = []
 
@@ -489,24 +493,52 @@ def links_in_range(visited: Visited) -> None:
                              f"{level - 1}")
 
 
-def sampled_paths(model: Any, visited: Visited, want: np.ndarray) -> None:
+def level_fingerprints(model: Any, visited: Visited, snapshot: Snapshot, want: np.ndarray) -> list[np.ndarray]:
+    """Each level's fingerprints in position order, from the checkpoint's `levels` (each visited fingerprint's
+    level; a level is kept in fingerprint order); ValueError unless they fit the levels, the initial states and
+    the frontier."""
+    levels = snapshot.arrays["levels"]
+    depth = len(visited.parents) - 1
+    if levels.dtype != np.uint8 or levels.shape != visited.seen.shape:
+        raise ValueError("the visited fingerprints' levels are not one byte each")
+    if np.bincount(levels, minlength=depth + 1).tolist() != [p.size for p in visited.parents]:
+        raise ValueError("the visited fingerprints' levels do not have the levels' sizes")
+    out = [visited.seen[levels == level] for level in range(depth + 1)]
+    inits = model.init_states()
+    roots = visited.parents[0].tolist()
+    if any(not 0 <= r < len(inits) for r in roots) or \
+            [model.fingerprint(inits[r]) for r in roots] != out[0].tolist():
+        raise ValueError("level 0 is not the initial states it names")
+    if not np.array_equal(out[-1], want):
+        raise ValueError("the last level's fingerprints are not the saved frontier")
+    return out
+
+
+def sampled_paths(model: Any, visited: Visited, want: np.ndarray, by_level: list[np.ndarray] | None = None) -> None:
     """Replay the paths of up to SAMPLED frontier states, spread over it, from their parent links; ValueError
-    unless each ends at its saved fingerprint. (A resume from stored states replays no level: this checks that
-    the links the counterexamples will follow hang together with the states, at a cost of depth steps each.)"""
+    unless each ends at its saved fingerprint, and passes through its level's fingerprints (`by_level`, when
+    given). (A resume from stored states replays no level: this checks that the links the counterexamples will
+    follow hang together with the states, at a cost of depth steps each.)"""
     depth = len(visited.parents) - 1
     inits = model.init_states()
     for at in sorted({int(k) for k in np.linspace(0, want.size - 1, min(SAMPLED, want.size))}):
         root, steps = visited.path(depth, at)
         if not 0 <= root < len(inits):
             raise ValueError(f"a path starts at initial state {root} of {len(inits)}")
+        where = [at]  # the path's position in each level, from the frontier back to level 1
+        for level in range(depth, 1, -1):
+            where.append(int(visited.parents[level][where[-1]]))
+        where.reverse()
         state = inits[root]
-        for i in steps:
+        for level, i in enumerate(steps, start=1):
             actions = model.actions(state)
             if i >= len(actions):
                 raise ValueError(f"a parent link names action {i} of {len(actions)}")
             state = model.next_state(state, actions[i])
             if state is None:
                 raise ValueError("a parent link names a step that changes nothing")
+            if by_level is not None and model.fingerprint(state) != int(by_level[level][where[level - 1]]):
+                raise ValueError(f"a path leaves level {level}'s fingerprints")
         if model.fingerprint(state) != int(want[at]):
             raise ValueError(f"the path of frontier state {at} does not lead to its fingerprint")
 

@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
+from kcm.checkers.explore import stored_states
 from kcm.checkers.explore.checkpoint import Checkpointer, Snapshot
 from kcm.checkers.explore.codec import CODEC
 from kcm.checkers.explore.level_loop import (
@@ -72,6 +73,7 @@ from pyspark.accumulators import AccumulatorParam
 __all__ = ["DEFAULT_MEMORY", "explore", "spark_session", "LevelTiming"]
 
 FRONTIER = "fp long, pkey long, aidx int, parent long, state binary"
+MAX_STORED_LEVEL = 255  # a checkpoint keeps each visited state's level in one byte
 VISITED = "fp long, parent long, aidx int"
 COMPACT_EVERY = 4  # levels whose parent links stay views of the levels' own blocks before being copied slim
 # Levels of at most this many states run in the driver: a Spark level costs about 0.3 s of job latency however
@@ -164,6 +166,7 @@ class _Search:
     """
 
     LAZY = True  # the visited set and the frontier's size are this engine's (see `level_loop.run`)
+    STORES_STATES = True  # a checkpoint can store the frontier's states (`write`)
     visited = None  # no visited set in this process for the loop to hand back
 
     def __init__(self, model: Any, spark: Any, found: Exploration, parts: int, compact_every: int,
@@ -547,8 +550,9 @@ class _Search:
 
     def write(self, checkpoint: Checkpointer, depth: int, width: int, witnesses: dict[str, Any],
               meta: Callable[[dict[str, Witness]], dict[str, Any]], states: Any = None) -> None:
-        """Write the search so far in the local engine's checkpoint format (`spark_checkpoint`); the frontier's
-        states stay in Spark (`states` is None here), so its resume replays."""
+        """Write the search so far in the local engine's checkpoint format (`spark_checkpoint`); with `states`
+        (the frontier, rows in the driver or a DataFrame) its states and each visited state's level stored too,
+        so a resume on any engine need not replay."""
         links = self._links()
         if links.depth() != depth or links.sizes()[-1] != width:
             raise RuntimeError(f"the visited set has depth {links.depth()}, the search {depth}")
@@ -558,7 +562,32 @@ class _Search:
                 root, steps = links.path(w.fp)
                 w = (root, steps + ([w.extra] if w.extra >= 0 else []))
             paths[name] = w
-        checkpoint.write(links.visited(), links.fps[links.level == depth].tolist(), meta(paths))
+        stored = None
+        if states is not None and stored_states.available() and depth <= MAX_STORED_LEVEL:
+            try:
+                stored = {**self.stored(states), "levels": links.level.astype(np.uint8)}
+            except TypeError:
+                stored = None  # a model whose states hold values the encoding does not know: its resumes replay
+        checkpoint.write(links.visited(), links.fps[links.level == depth].tolist(), meta(paths), stored=stored)
+
+    def stored(self, frontier: Any) -> dict[str, np.ndarray]:
+        """The frontier's states as a checkpoint stores them (`stored_states.pack`), in fingerprint order: encoded
+        in the driver when it holds them, else by the Spark workers a range of fingerprints each."""
+        from pyspark.sql import functions as F
+
+        if isinstance(frontier, list):
+            rows = sorted(frontier, key=lambda r: order_key(r[0]))
+            return stored_states.pack(CODEC.decode(r[4]) for r in rows)
+        # XOR with the sign bit: the signed order of the result is the fingerprints' unsigned order.
+        ukey = F.col("fp").bitwiseXOR(F.lit(-(1 << 63)))
+        ranged = (frontier.select("fp", "state").withColumn("ukey", ukey)
+                  .repartitionByRange(self.parts, "ukey").sortWithinPartitions("ukey").select("state"))
+        got = ranged.mapInArrow(_stored_chunks, "part int, seq int, chunk binary").toArrow()
+        order = sorted(zip(got.column("part").to_pylist(), got.column("seq").to_pylist(),
+                           got.column("chunk").to_pylist(), strict=True))
+        chunks = [c for _, _, c in order]
+        return {"states.data": np.frombuffer(b"".join(chunks), dtype=np.uint8),
+                "states.ends": np.cumsum([len(c) for c in chunks], dtype=np.uint64)}
 
     def paths(self, witnesses: dict[str, Any]) -> dict[str, Witness]:
         """Each witness's path: parent links followed back, every witness at once, one query per step."""
@@ -682,6 +711,27 @@ class _Watch:
         """Stop watching."""
         self.done.set()
         self.thread.join()
+
+
+def _stored_chunks(batches: Iterator[Any]) -> Iterator[Any]:
+    """mapInArrow: a task's frontier states, in its rows' order, as `stored_states` chunks (part, seq, bytes)."""
+    import pyarrow as pa
+    from kcm.checkers.explore import codec as codecs
+    from kcm.checkers.explore import stored_states as stored
+    from pyspark import TaskContext
+
+    task = TaskContext.get()
+    part = task.partitionId() if task is not None else 0
+    decode = codecs.CODEC.decode
+
+    def states() -> Iterator[Any]:
+        for batch in batches:
+            for blob in batch.column("state").to_pylist():
+                yield decode(blob)
+
+    for seq, chunk in enumerate(stored.encode_chunks(states())):
+        yield pa.RecordBatch.from_arrays([pa.array([part], pa.int32()), pa.array([seq], pa.int32()),
+                                          pa.array([chunk], pa.binary())], names=["part", "seq", "chunk"])
 
 
 def _union(pieces: list[Any]) -> Any:

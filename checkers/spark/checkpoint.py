@@ -10,7 +10,9 @@ parent in fingerprint order, then the first action), so one converts into the ot
   `(initial-state position, action positions)` path (`Links.path`);
 - to resume, the file is checked and its frontier replayed by the local engine's own loader
   (`bfs.resume_frontier`), which hands over every level's states on the way; their fingerprints turn positions
-  back into fingerprints (`rows_of`).
+  back into fingerprints (`rows_of`). A file the Spark engine wrote with the frontier's states also keeps each
+  visited fingerprint's level (one byte each, `levels`): each level's fingerprints are then read, not replayed,
+  and the states decoded (`stored_states.py`).
 
 So a checkpoint written by either engine resumes on the other, to the same counts and counterexamples. Nothing
 here needs Spark: the arrays are NumPy's.
@@ -18,6 +20,7 @@ here needs Spark: the arrays are NumPy's.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -120,12 +123,13 @@ class Resumed:
     fps: list[int]  # longs
     parents: list[int]  # longs, NO_PARENT for a root
     aidxs: list[int]
-    frontier: list[tuple[int, int, int, Any]]  # (fp long, parent long, action position, state)
+    frontier: Iterator[tuple[int, int, int, Any]]  # (fp long, parent long, action position, state), read once
     meta: dict[str, Any]
 
 
 def rows_of(model: Any, snapshot: Snapshot) -> Resumed:
-    """The visited rows and the frontier of a checkpoint of any engine, checked (BadCheckpoint) and replayed."""
+    """The visited rows and the frontier of a checkpoint of any engine, checked (BadCheckpoint), and replayed
+    unless the file stores the frontier's states and each visited state's level (`level_loop.resume_frontier`)."""
     levels: list[np.ndarray] = []
 
     visited, _, states = resume_frontier(model, snapshot, lambda _, fps: levels.append(fps))
@@ -142,6 +146,7 @@ def rows_of(model: Any, snapshot: Snapshot) -> Resumed:
             parents.append(as_longs(levels[level - 1][links.astype(np.int64)]))
             aidxs.append(actions.astype(np.int64))
     last = len(levels) - 1
-    frontier = list(zip(fps[last].tolist(), parents[last].tolist(), aidxs[last].tolist(), states, strict=True))
+    # An iterator: a big resumed frontier is a `Frontier` decoded a chunk at a time, and its reader keeps bytes.
+    frontier = zip(fps[last].tolist(), parents[last].tolist(), aidxs[last].tolist(), states, strict=True)
     return Resumed(np.concatenate(fps).tolist(), np.concatenate(parents).tolist(), np.concatenate(aidxs).tolist(),
                    frontier, snapshot.meta)
