@@ -30,6 +30,17 @@ def test_a_worker_whose_socket_is_closed_ends_with_code_one_and_other_failures_s
         quiet(broken)(None, True)
 
 
+def test_the_quiet_daemon_is_used_only_on_a_local_master_whose_workers_run_this_python(monkeypatch):
+    from kcm.checkers.spark.session import quiet_daemon_fits
+
+    monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)
+    assert quiet_daemon_fits("local[2,4]", {})
+    assert not quiet_daemon_fits("spark://127.0.0.1:7077", {})  # executors may get kcm by --py-files only
+    assert not quiet_daemon_fits("local[2,4]", {"spark.pyspark.python": "/opt/other/python"})
+    monkeypatch.setenv("PYSPARK_PYTHON", "/opt/other/python")
+    assert not quiet_daemon_fits("local[2,4]", {})
+
+
 # A driver that cancels a job whose Python tasks are still streaming Arrow batches to the JVM, as a stop request
 # cancels a level's expansion; its stderr is the JVM's and the daemon's too.
 CANCEL = textwrap.dedent("""

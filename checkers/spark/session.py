@@ -119,6 +119,14 @@ def resolve_master(master: str | None) -> str:
     return spark_defaults().get("spark.master", "local[*]")
 
 
+def quiet_daemon_fits(url: str, conf: dict[str, str]) -> bool:
+    """Whether Spark should start its Python workers through `quiet_daemon`: on a local master whose workers run
+    this very Python (which has kcm). A cluster's executors may get kcm only with their tasks (`--py-files`), too
+    late for the daemon, and their daemon's stderr goes to the executor's log, not to the user's terminal."""
+    return url.startswith("local") and os.environ.get("PYSPARK_PYTHON") == sys.executable \
+        and conf.get("spark.pyspark.python", sys.executable) == sys.executable
+
+
 def spark_session(master: str | None = "local[*]", memory: str | None = None,
                   conf: dict[str, str] | None = None, spark_log: bool = False) -> Any:
     """A Spark session for the explorer, started on the resolved master; BadMaster if it cannot work.
@@ -150,8 +158,9 @@ def spark_session(master: str | None = "local[*]", memory: str | None = None,
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.driver.extraJavaOptions", driver_java)
                .config("spark.executor.extraJavaOptions", java)
-               .config("spark.task.maxFailures", str(LOCAL_RETRIES))
-               .config("spark.python.daemon.module", QUIET_DAEMON))
+               .config("spark.task.maxFailures", str(LOCAL_RETRIES)))
+    if quiet_daemon_fits(url, conf or {}):
+        builder = builder.config("spark.python.daemon.module", QUIET_DAEMON)
     if memory is not None:
         builder = builder.config("spark.executor.memory", memory)
     if not under_spark_submit() and (memory is not None or "spark.driver.memory" not in spark_defaults()):
