@@ -203,10 +203,16 @@ def replay_levels(model: Any, visited: Visited, on_level: Callable[[int, Any], N
 
 def replay(model: Any, root: int, steps: list[int]) -> list[Any]:
     """The actions of a path given by action positions, replayed from the initial state at position `root`."""
-    state = model.init_states()[root]
+    inits = model.init_states()
+    if not 0 <= root < len(inits):
+        raise RuntimeError(f"replay: initial state {root} of {len(inits)}")
+    state = inits[root]
     out = []
     for i in steps:
-        action = model.actions(state)[i]
+        actions = model.actions(state)
+        if not 0 <= i < len(actions):  # a path from a checkpoint whose links do not fit (refused, not a crash)
+            raise RuntimeError(f"replay: action position {i} of the {len(actions)} a state offers")
+        action = actions[i]
         nxt = model.next_state(state, action)
         if nxt is None:
             raise RuntimeError(f"replay: action {action!r} does not change the state; the model is not deterministic")
