@@ -7,8 +7,8 @@ got there. With them, a resume decodes the frontier's states (2.5 million there)
 The encoding is derived from the model's declared state, not written by hand: a model state holds only tuples,
 ints, strs, bools, None and the model's NamedTuple records (`model/fingerprint.py`), so each record becomes a
 one-entry map from its type's number (its place among the records declared in `kcm.model`, in name order) to its
-fields, and everything else is MessagePack's own. The fingerprint pickles (`pickle`, `model/codec`'s bytes) are
-kcm's in-process formats and never reach a file.
+fields, and everything else is MessagePack's own. The pickles kcm uses inside and between its own processes
+(`model/fingerprint.py`'s canonical bytes, `checkers/explore/codec.py`) never reach a file.
 
 Reading is strict: MessagePack's decoder builds only plain values; a record's type number must name a record with
 that many fields; a chunk may not inflate beyond MAX_CHUNK bytes; any failure is ValueError. Each decoded state
