@@ -6,8 +6,8 @@ use) and the body's length and SHA-256. The body is a NumPy `.npz` archive of pl
 off: the visited fingerprints, each level's parent and action positions, the frontier's fingerprints, and the
 counters and witnesses as JSON bytes. The frontier's states are rebuilt by replaying the parent links
 (`visited.replay_levels`), and must come out with the saved fingerprints; or, where the file holds them as data
-(`stored_states.py`: a stopped local search stores them, as does any checkpoint of a small frontier), decoded
-from it, each with its saved fingerprint. So loading a file can run no code, and a file that is damaged, foreign
+(`stored_states.py`: a stop's checkpoint stores them, as does a periodic one of a small frontier), decoded from
+it, each with its saved fingerprint. So loading a file can run no code, and a file that is damaged, foreign
 or does not hang together is refused (BadCheckpoint), never resumed.
 
 A write goes to a temporary file beside the target (fsync), which is then renamed over it (and the folder
@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from kcm.checkers.explore import stored_states
 
 # Parent links hold positions in model.actions(state), so a checkpoint is read only by the release that wrote it.
 FORMAT = "kcm-explore-checkpoint/4"  # 4: header + npz body, no pickle; frontier rebuilt by replay
@@ -94,8 +95,6 @@ class Checkpointer:
         arrays = dict(visited.arrays())
         arrays["frontier"] = np.asarray(frontier, dtype=np.uint64)
         arrays.update(stored or {})
-        from kcm.checkers.explore import stored_states
-
         if states is not None and stored_states.available():
             try:
                 arrays.update(stored_states.pack(states))
