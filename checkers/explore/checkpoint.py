@@ -25,6 +25,7 @@ import os
 import tempfile
 import time
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -87,17 +88,16 @@ class Checkpointer:
         """Whether a level boundary now should write a checkpoint."""
         return time.monotonic() - self.last >= self.every
 
-    def write(self, visited: Any, frontier: list[int], meta: dict[str, Any], states: Any = None,
-              stored: dict[str, np.ndarray] | None = None) -> None:
+    def write(self, visited: Any, frontier: list[int], meta: dict[str, Any],
+              stored: Callable[[], dict[str, np.ndarray]] | None = None) -> None:
         """Write the visited set, the frontier's fingerprints and the counters as one checkpoint, atomically;
-        with `states` (the frontier's, in the order of its fingerprints) stored too, so a resume need not replay;
-        `stored`: those arrays made already (the Spark engine's, with each visited state's `levels`)."""
+        `stored` makes the arrays of the frontier's states (`stored_states.pack`, the Spark engine's with each
+        visited state's `levels`), so a resume need not replay."""
         arrays = dict(visited.arrays())
         arrays["frontier"] = np.asarray(frontier, dtype=np.uint64)
-        arrays.update(stored or {})
-        if states is not None and stored_states.available():
+        if stored is not None and stored_states.available():
             try:
-                arrays.update(stored_states.pack(states))
+                arrays.update(stored())
             except TypeError:
                 pass  # a model whose states hold values the encoding does not know: its resumes replay
         arrays["meta"] = np.frombuffer(json.dumps(meta, sort_keys=True).encode(), dtype=np.uint8)

@@ -27,7 +27,7 @@ from kcm.checkers.explore.checkpoint import BadCheckpoint, Checkpointer, Snapsho
 from kcm.checkers.explore.collector import no_collections
 from kcm.checkers.explore.stopping import StopRequest, rebuilding
 from kcm.checkers.explore.verdicts import Exploration, state_checks
-from kcm.checkers.explore.visited import FP, Visited, replay, replay_levels
+from kcm.checkers.explore.visited import FP, Visited, replay, replay_levels, walk
 from kcm.model.interface import STATE_KINDS
 
 # A periodic checkpoint stores the frontier's states (so its resume need not replay) up to this many; a stop's
@@ -172,7 +172,8 @@ class LocalBooks:
     def write(self, checkpoint: Checkpointer, depth: int, width: int, witnesses: dict[str, Any],
               meta: Callable[[dict[str, Witness]], dict[str, Any]], states: Any = None) -> None:
         """The visited arrays and the frontier's fingerprints (and its states, when given)."""
-        checkpoint.write(self.visited, self.frontier_fps, meta(witnesses), states)
+        checkpoint.write(self.visited, self.frontier_fps, meta(witnesses),
+                         None if states is None else lambda: stored_states.pack(states))
 
     def nbytes(self) -> int:
         """The visited set's arrays."""
@@ -457,7 +458,6 @@ def resume_frontier(model: Any, snapshot: Snapshot,
             if want.size != visited.parents[-1].size or bool(np.any(want[1:] <= want[:-1])) \
                     or bool(visited.unseen(want).any()):
                 raise BadCheckpoint(f"{snapshot.path}: the saved frontier is not the last level of the visited set")
-            links_in_range(visited)
             by_level = None if on_fingerprints is None else level_fingerprints(model, visited, snapshot, want)
             sampled_paths(model, visited, want, by_level)
             for level, fps in enumerate(by_level or ()):
@@ -482,15 +482,6 @@ def resume_frontier(model: Any, snapshot: Snapshot,
 
 
 SAMPLED = 256  # frontier states whose paths a resume from stored states replays (each costs one step a level)
-
-
-def links_in_range(visited: Visited) -> None:
-    """ValueError unless every parent link names a state of the level before (what a replay would find)."""
-    for level in range(1, len(visited.parents)):
-        links = visited.parents[level]
-        if links.size and int(links.max()) >= visited.parents[level - 1].size:
-            raise ValueError(f"level {level} names a parent past the {visited.parents[level - 1].size} of level "
-                             f"{level - 1}")
 
 
 def level_fingerprints(model: Any, visited: Visited, snapshot: Snapshot, want: np.ndarray) -> list[np.ndarray]:
@@ -520,25 +511,18 @@ def sampled_paths(model: Any, visited: Visited, want: np.ndarray, by_level: list
     given). (A resume from stored states replays no level: this checks that the links the counterexamples will
     follow hang together with the states, at a cost of depth steps each.)"""
     depth = len(visited.parents) - 1
-    inits = model.init_states()
     for at in sorted({int(k) for k in np.linspace(0, want.size - 1, min(SAMPLED, want.size))}):
         root, steps = visited.path(depth, at)
-        if not 0 <= root < len(inits):
-            raise ValueError(f"a path starts at initial state {root} of {len(inits)}")
         where = [at]  # the path's position in each level, from the frontier back to level 1
         for level in range(depth, 1, -1):
             where.append(int(visited.parents[level][where[-1]]))
         where.reverse()
-        state = inits[root]
-        for level, i in enumerate(steps, start=1):
-            actions = model.actions(state)
-            if i >= len(actions):
-                raise ValueError(f"a parent link names action {i} of {len(actions)}")
-            state = model.next_state(state, actions[i])
-            if state is None:
-                raise ValueError("a parent link names a step that changes nothing")
+        state = None
+        for level, (_, state) in enumerate(walk(model, root, steps), start=1):
             if by_level is not None and model.fingerprint(state) != int(by_level[level][where[level - 1]]):
                 raise ValueError(f"a path leaves level {level}'s fingerprints")
+        if state is None:
+            state = model.init_states()[root]  # a path of no step (walk has checked the root)
         if model.fingerprint(state) != int(want[at]):
             raise ValueError(f"the path of frontier state {at} does not lead to its fingerprint")
 

@@ -9,7 +9,7 @@ so no state and no action object is kept for visited states.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -106,6 +106,9 @@ class Visited(FingerprintSet):
             if parents is None or actions is None or parents.dtype != PARENT or actions.dtype != ACTION \
                     or parents.ndim != 1 or parents.shape != actions.shape:
                 raise ValueError(f"level {level}: missing or malformed parent links")
+            if level and parents.size and int(parents.max()) >= out.parents[level - 1].size:
+                raise ValueError(f"level {level} names a parent past the {out.parents[level - 1].size} of level "
+                                 f"{level - 1}")
             out.parents.append(parents)
             out.actions.append(actions)
             total += parents.size
@@ -201,21 +204,24 @@ def replay_levels(model: Any, visited: Visited, on_level: Callable[[int, Any], N
     return states
 
 
-def replay(model: Any, root: int, steps: list[int]) -> list[Any]:
-    """The actions of a path given by action positions, replayed from the initial state at position `root`."""
+def walk(model: Any, root: int, steps: list[int]) -> Iterator[tuple[Any, Any]]:
+    """Each (action, state after it) of a path given by action positions, from the initial state at position
+    `root`; RuntimeError when the path does not fit the model (a checkpoint's links that are not its own)."""
     inits = model.init_states()
     if not 0 <= root < len(inits):
         raise RuntimeError(f"replay: initial state {root} of {len(inits)}")
     state = inits[root]
-    out = []
     for i in steps:
         actions = model.actions(state)
         if not 0 <= i < len(actions):  # a path from a checkpoint whose links do not fit (refused, not a crash)
             raise RuntimeError(f"replay: action position {i} of the {len(actions)} a state offers")
         action = actions[i]
-        nxt = model.next_state(state, action)
-        if nxt is None:
+        state = model.next_state(state, action)
+        if state is None:
             raise RuntimeError(f"replay: action {action!r} does not change the state; the model is not deterministic")
-        out.append(action)
-        state = nxt
-    return out
+        yield action, state
+
+
+def replay(model: Any, root: int, steps: list[int]) -> list[Any]:
+    """The actions of a path given by action positions, replayed from the initial state at position `root`."""
+    return [action for action, _ in walk(model, root, steps)]

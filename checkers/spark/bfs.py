@@ -562,13 +562,9 @@ class _Search:
                 root, steps = links.path(w.fp)
                 w = (root, steps + ([w.extra] if w.extra >= 0 else []))
             paths[name] = w
-        stored = None
-        if states is not None and stored_states.available() and depth <= MAX_STORED_LEVEL:
-            try:
-                stored = {**self.stored(states), "levels": links.level.astype(np.uint8)}
-            except TypeError:
-                stored = None  # a model whose states hold values the encoding does not know: its resumes replay
-        checkpoint.write(links.visited(), links.fps[links.level == depth].tolist(), meta(paths), stored=stored)
+        wanted = states is not None and depth <= MAX_STORED_LEVEL
+        checkpoint.write(links.visited(), links.fps[links.level == depth].tolist(), meta(paths),
+                         (lambda: {**self.stored(states), "levels": links.level.astype(np.uint8)}) if wanted else None)
 
     def stored(self, frontier: Any) -> dict[str, np.ndarray]:
         """The frontier's states as a checkpoint stores them (`stored_states.pack`), in fingerprint order: encoded
