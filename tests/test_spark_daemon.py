@@ -85,8 +85,12 @@ def test_cancelling_a_level_prints_no_traceback_with_the_quiet_daemon(tmp_path, 
     if shutil.which("java") is None and not os.environ.get("CI"):
         pytest.skip("Spark needs Java")
     pytest.importorskip("pyspark")
+    scratch = tmp_path / "tmp"  # the system's temporary directory, for this run: kcm's scratch goes there
+    scratch.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "SPARK_LOCAL_DIRS"} | {"TMPDIR": str(scratch)}
     done = subprocess.run([sys.executable, "-c", CANCEL, daemon, str(tmp_path / "started")], capture_output=True,
-                          text=True, timeout=240, cwd=tmp_path)
+                          text=True, timeout=240, cwd=tmp_path, env=env)
     assert done.returncode == 0 and done.stdout.strip() == "cancelled", done.stderr
+    assert not list(scratch.glob("kcm-spark-*")), "the Spark scratch directory outlived the process"
     assert ("BrokenPipeError" in done.stderr) is traceback, done.stderr
     assert ("Traceback" in done.stderr) is traceback, done.stderr

@@ -11,8 +11,10 @@ retries.
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
+import shutil
 import socket
 import sys
 import tempfile
@@ -127,6 +129,20 @@ def quiet_daemon_fits(url: str, conf: dict[str, str]) -> bool:
         and conf.get("spark.pyspark.python", sys.executable) == sys.executable
 
 
+def _scratch() -> str:
+    """A scratch directory for Spark's blocks and the JVM's temporary files, removed when this process exits.
+
+    Spark removes its own block directories at a clean stop, but not the root it was given, nor what the JVM
+    unpacks there (native libraries); without the removal every run left a few MB in the system's temporary
+    directory. It is removed at exit rather than at the session's stop: the JVM outlives the session in this
+    process, and a later session here reuses both (SPARK_LOCAL_DIRS is read once, when the JVM starts).
+    """
+    tmp = tempfile.mkdtemp(prefix="kcm-spark-")
+    os.environ["SPARK_LOCAL_DIRS"] = tmp
+    atexit.register(shutil.rmtree, tmp, ignore_errors=True)
+    return tmp
+
+
 def spark_session(master: str | None = "local[*]", memory: str | None = None,
                   conf: dict[str, str] | None = None, spark_log: bool = False) -> Any:
     """A Spark session for the explorer, started on the resolved master; BadMaster if it cannot work.
@@ -142,7 +158,7 @@ def spark_session(master: str | None = "local[*]", memory: str | None = None,
         raise BadMaster(f"--spark-memory {memory!r}: not a JVM memory size (like 512m or 4g)")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    tmp = os.environ.setdefault("SPARK_LOCAL_DIRS", tempfile.mkdtemp(prefix="kcm-spark-"))
+    tmp = os.environ.get("SPARK_LOCAL_DIRS") or _scratch()
     java = f"-Djava.io.tmpdir={tmp}"
     if not spark_log:
         java += f" -Dlog4j2.configurationFile=file:{LOG_CONFIG}"
