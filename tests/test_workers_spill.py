@@ -116,14 +116,60 @@ def test_a_checkpoint_of_workers_with_their_levels_on_disk_is_the_one_process_ch
                     run_size=4)
     bfs.explore(model, max_states=300, checkpoint=checkpoint.Checkpointer(theirs, 0, identity), spill=None)
     a, b = checkpoint.load(mine, identity), checkpoint.load(theirs, identity)
-    # The one process holds its frontier's states and stores them; the workers hold theirs: their file has none.
-    stored = {"states.data", "states.ends"}
-    assert stored <= b.arrays.keys() and not stored & a.arrays.keys()
-    assert a.arrays.keys() == b.arrays.keys() - stored
+    # The workers' shares gathered in position order store the frontier's states byte for byte as the one process
+    # does (chunks of states packed one by one in the workers, joined in the coordinator).
+    assert {"states.data", "states.ends"} <= a.arrays.keys()
+    assert a.arrays.keys() == b.arrays.keys()
     assert all(np.array_equal(a.arrays[k], b.arrays[k]) for k in a.arrays)
     assert a.meta["depth"] == b.meta["depth"]
+    _no_replay(monkeypatch)
     for back in (workers.explore(model, 2, resume=a, spill=6, run_size=4), bfs.explore(model, resume=b)):
         _same(back, whole)
+
+
+def _no_replay(monkeypatch) -> None:
+    from kcm.checkers.explore import level_loop
+
+    def no_replay(*_args, **_kwargs):
+        raise AssertionError("a resume from stored states replayed the levels")
+
+    monkeypatch.setattr(level_loop, "replay_levels", no_replay)
+
+
+@pytest.mark.parametrize(("spill", "run"), [(6, 4), (None, None)])
+def test_a_stop_in_the_middle_of_a_level_stores_every_workers_share_whatever_was_handed_over(monkeypatch, tmp_path,
+                                                                                            spill, run):
+    # States handed to an idle worker during the level stay in the giver's share, so the shares gathered at the
+    # stop are the level's states once each, in order, however the level was shared out.
+    from kcm.checkers.explore import checkpoint
+    from kcm.checkers.explore.stopping import StopRequest
+
+    _runs_logged(monkeypatch, tmp_path)
+    model = BoundedSystem(load_config("controller"))
+    identity = checkpoint.config_identity(model.cfg)
+    whole = bfs.explore(model, spill=None)
+    stop = StopRequest()
+    real = workers._Pool.recv
+    gifts: list[int] = []
+
+    def recv(self, w, stop_=None):
+        msg = real(self, w, stop_)
+        if msg[0] == "gift" and msg[1]:
+            gifts.append(w)
+            if len(gifts) == 12:  # well into the search, with states handed over in this level
+                stop.request("a test")
+        return msg
+
+    monkeypatch.setattr(workers._Pool, "recv", recv)
+    ckpt = tmp_path / "w.ckpt"
+    cut = workers.explore(model, 2, checkpoint=checkpoint.Checkpointer(ckpt, float("inf"), identity), stop=stop,
+                          spill=spill, run_size=run)
+    assert stop.acted and not cut.complete and 0 < cut.depth < whole.depth
+    snap = checkpoint.load(ckpt, identity)
+    assert {"states.data", "states.ends"} <= snap.arrays.keys()
+    monkeypatch.setattr(workers._Pool, "recv", real)
+    _no_replay(monkeypatch)
+    _same(workers.explore(model, 2, resume=snap, spill=spill, run_size=run), whole)
 
 
 def test_a_big_first_frontier_is_handed_to_encoded_shares_a_chunk_at_a_time(monkeypatch):
@@ -179,6 +225,8 @@ def test_a_stop_while_the_workers_judge_their_winners_gives_the_level_up(monkeyp
     assert len(expanded) == 4 and cut.depth == 3  # the 4th level was given up, not recorded
     assert cut.distinct_states == whole.distinct_states - sum(n for n, _ in whole.levels[3:])
     assert "Traceback" not in capfd.readouterr().err  # the workers stopped in the middle ended quietly
+    # The workers had let go of the level's states for their winners: the checkpoint has none, and is replayed.
+    assert "states.data" not in checkpoint.load(ckpt, identity).arrays
     monkeypatch.setattr(workers._Pool, "expand", real)
     _same(workers.explore(model, 2, resume=checkpoint.load(ckpt, identity), spill=6, run_size=4), whole)
 

@@ -92,12 +92,12 @@ class Checkpointer:
               stored: Callable[[], dict[str, np.ndarray]] | None = None) -> None:
         """Write the visited set, the frontier's fingerprints and the counters as one checkpoint, atomically;
         `stored` makes the arrays of the frontier's states (`stored_states.pack`, the Spark engine's with each
-        visited state's `levels`), so a resume need not replay."""
+        visited state's `levels`), so a resume need not replay; None from it, or a TypeError, stores none."""
         arrays = dict(visited.arrays())
         arrays["frontier"] = np.asarray(frontier, dtype=np.uint64)
         if stored is not None and stored_states.available():
             try:
-                arrays.update(stored())
+                arrays.update(stored() or {})
             except TypeError:
                 pass  # a model whose states hold values the encoding does not know: its resumes replay
         arrays["meta"] = np.frombuffer(json.dumps(meta, sort_keys=True).encode(), dtype=np.uint8)

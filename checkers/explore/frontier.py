@@ -109,30 +109,6 @@ class Frontier:
             out.extend(self.tail[max(0, start - full):stop - full])
         return out
 
-    def truncate(self, count: int) -> None:
-        """Keep only the first `count` states (a chunk cut in two goes back to the uncompressed tail)."""
-        if count >= len(self):
-            return
-        if self.sealed:
-            self._unseal()
-        full = len(self.chunks) * CHUNK
-        if count >= full:
-            self.ram_bytes -= sum(len(b) for b in self.tail[count - full:])
-            del self.tail[count - full:]
-            return
-        k = count // CHUNK
-        head = self._raw(k)[:count - k * CHUNK]
-        for data, _, size, ends in self.chunks[k:]:
-            self.encoded_bytes -= size
-            self.ram_bytes -= (size if data is not None else 0) + ends.itemsize * len(ends)
-        self.ram_bytes -= sum(len(b) for b in self.tail)
-        del self.chunks[k:]
-        self.tail = head
-        self.ram_bytes += sum(len(b) for b in head)
-        self.count = k * CHUNK
-        if self.cached >= k:
-            self.cached, self.decoded = -1, []
-
     def _add(self, blobs: list[bytes], spill: int) -> None:
         end = sum(len(blob) for blob in blobs)
         # Each state's end offset in the chunk, kept in memory for chunks on disk too: 4 bytes a state (a

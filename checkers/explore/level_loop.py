@@ -171,9 +171,10 @@ class LocalBooks:
 
     def write(self, checkpoint: Checkpointer, depth: int, width: int, witnesses: dict[str, Any],
               meta: Callable[[dict[str, Witness]], dict[str, Any]], states: Any = None) -> None:
-        """The visited arrays and the frontier's fingerprints (and its states, when given)."""
-        checkpoint.write(self.visited, self.frontier_fps, meta(witnesses),
-                         None if states is None else lambda: stored_states.pack(states))
+        """The visited arrays and the frontier's fingerprints (and its states, when given: a frontier whose
+        states live elsewhere gives them as stored arrays, `stored`)."""
+        maker = None if states is None else getattr(states, "stored", None) or (lambda: stored_states.pack(states))
+        checkpoint.write(self.visited, self.frontier_fps, meta(witnesses), maker)
 
     def nbytes(self) -> int:
         """The visited set's arrays."""

@@ -105,30 +105,57 @@ def _record(pairs: list[tuple[Any, Any]]) -> Any:
     return kind._make(fields)
 
 
-def encode_chunks(states: Iterable[Any]) -> Iterator[bytes]:
-    """The states, CHUNK at a time, each chunk one compressed MessagePack list; TypeError for a foreign value."""
+def state_bytes(states: Iterable[Any]) -> Iterator[bytes]:
+    """Each state's MessagePack bytes, as a chunk holds it (`chunk`); TypeError for a foreign value."""
     numbers = _numbers()
     pack = msgpack.Packer(use_bin_type=True).pack
-    batch: list[Any] = []
-    held: list[Any] = []  # the chunk's states, alive while `memo` names their parts by id
+    held: list[Any] = []  # the states since the memo was last emptied, alive while `memo` names their parts by id
     memo: dict[int, Any] = {}
     for state in states:
+        if len(held) == CHUNK:
+            held, memo = [], {}
         held.append(state)
-        batch.append(_plain(state, numbers, memo))
+        yield pack(_plain(state, numbers, memo))
+
+
+def chunk(blobs: list[bytes]) -> bytes:
+    """One compressed chunk of states from their `state_bytes`: a MessagePack list is its length's header and
+    its items back to back, so states packed one by one (in several processes) join into one list unchanged."""
+    return zlib.compress(_list_header(len(blobs)) + b"".join(blobs), 1)
+
+
+def _list_header(count: int) -> bytes:
+    """MessagePack's header of a list of `count` items."""
+    if count < 16:
+        return bytes([0x90 | count])
+    if count < 1 << 16:
+        return b"\xdc" + count.to_bytes(2, "big")
+    return b"\xdd" + count.to_bytes(4, "big")
+
+
+def encode_chunks(states: Iterable[Any]) -> Iterator[bytes]:
+    """The states, CHUNK at a time, each chunk one compressed MessagePack list; TypeError for a foreign value."""
+    batch: list[bytes] = []
+    for blob in state_bytes(states):
+        batch.append(blob)
         if len(batch) == CHUNK:
-            yield zlib.compress(pack(batch), 1)
-            batch, held, memo = [], [], {}
+            yield chunk(batch)
+            batch = []
     if batch:
-        yield zlib.compress(pack(batch), 1)
+        yield chunk(batch)
+
+
+def arrays(chunks: list[bytes]) -> dict[str, np.ndarray]:
+    """The arrays a checkpoint keeps for these chunks: `states.data` (back to back) and `states.ends`."""
+    ends = np.cumsum([len(c) for c in chunks], dtype=np.uint64)
+    return {"states.data": np.frombuffer(b"".join(chunks), dtype=np.uint8), "states.ends": ends}
 
 
 def pack(states: Iterable[Any]) -> dict[str, np.ndarray]:
     """The arrays a checkpoint keeps for `states`: `states.data` (the chunks, back to back) and `states.ends`
     (each chunk's end in it); TypeError when a state holds a value the encoding does not know."""
     with no_collections():  # millions of short-lived lists: a cycle scan per 700 would revisit every live state
-        chunks = list(encode_chunks(states))
-    ends = np.cumsum([len(c) for c in chunks], dtype=np.uint64)
-    return {"states.data": np.frombuffer(b"".join(chunks), dtype=np.uint8), "states.ends": ends}
+        return arrays(list(encode_chunks(states)))
 
 
 def unpack(arrays: dict[str, np.ndarray]) -> Iterator[list[Any]]:

@@ -42,6 +42,7 @@ from multiprocessing.connection import wait
 from typing import Any
 
 import numpy as np
+from kcm.checkers.explore import stored_states
 from kcm.checkers.explore.checkpoint import Checkpointer, Snapshot
 from kcm.checkers.explore.codec import StateCodec
 from kcm.checkers.explore.collector import no_collections
@@ -107,19 +108,12 @@ class Share:
             end = min(start + CHUNK, len(self.positions))
             yield from zip(self.positions[start:end].tolist(), states.blobs(start, end), strict=True)
 
-    def cut(self, count: int) -> list[tuple[int, Any]]:
-        """Take the last `count` rows out (their states as bytes when the share keeps them encoded)."""
-        end = len(self.positions)
-        start = end - count
+    def span(self, start: int, end: int) -> list[tuple[int, Any]]:
+        """The rows from index `start` to `end` (their states as bytes when the share keeps them encoded); they
+        stay in the share."""
         states = self.states
-        if type(states) is list:
-            out = list(zip(self.positions[start:].tolist(), states[start:], strict=True))
-            del states[start:]
-        else:
-            out = list(zip(self.positions[start:].tolist(), states.blobs(start, end), strict=True))
-            states.truncate(start)
-        del self.positions[start:]
-        return out
+        blobs = states[start:end] if type(states) is list else states.blobs(start, end)
+        return list(zip(self.positions[start:end].tolist(), blobs, strict=True))
 
     def close(self) -> None:
         """Let go of the states (a spilled share's temporary file with them)."""
@@ -129,6 +123,10 @@ class Share:
         self.positions = array("q")
 
 
+class _Store(Exception):
+    """In a worker: the coordinator asked for the level's states (a stop), so the level in work is given up."""
+
+
 class _Worker:
     """One worker process's state: its share of the frontier and the candidates of the level in work."""
 
@@ -136,6 +134,11 @@ class _Worker:
                  run_size: int | None = None) -> None:
         self.model, self.conn, self.tally = model, conn, tally
         self.frontier = frontier  # (global position in the level, state), in position order
+        # The level's share is the frontier's first `own` rows. It stays whole while the level is expanded:
+        # states handed to an idle worker are only no longer expanded here (`end`), and those taken come after
+        # it, so a stop can still store the level's states (`_store`) whatever was handed over.
+        self.own = len(frontier)
+        self.end = self.own  # the frontier's rows before this index are this worker's to expand
         # A share of more than `spill` states is kept encoded, and so are the level's candidates past that many:
         # the same threshold per worker as the local engine's per level, over the workers.
         self.spill, self.codec = spill, frontier.codec
@@ -178,9 +181,14 @@ class _Worker:
                     report = self.expand()
                 except EOFError:
                     return
+                except _Store:  # the level is given up for a stop: the checkpoint takes the level's states
+                    self._store()
+                    continue
                 self.conn.send(report)
             elif msg[0] == "winners":
                 self.keep(*msg[1:])
+            elif msg[0] == "store":
+                self._store()
 
     def expand(self) -> tuple:
         """Expand the held frontier (and states taken from busier workers) and keep each new fingerprint's least
@@ -202,6 +210,7 @@ class _Worker:
         states: list[Any] = []
         local: list[int] = []
         work = self.frontier
+        self.end = self.own
         spill, encode = self.spill, self.codec.encode
         run_at = spill if self.run is not None else 1 << 62
         written: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # each run's fingerprints and links
@@ -210,7 +219,7 @@ class _Worker:
         li = 0
         try:
             while True:
-                while li < len(work):
+                while li < self.end:
                     if len(fps) >= run_at:
                         if self.disk is None:
                             self.disk = LevelRuns()
@@ -219,10 +228,8 @@ class _Worker:
                         seen.clear()
                     if li % POLL == 0 and conn.poll():
                         msg = conn.recv()
-                        if msg[0] == "stop":  # the coordinator gave the level up
-                            raise EOFError
-                        self._give(msg, work, li)
-                        if li >= len(work):
+                        self._answer(msg, work, li)
+                        if li >= self.end:
                             break
                     pos, state = work[li]
                     if pos < last:
@@ -260,7 +267,11 @@ class _Worker:
                     break
                 if msg[0] == "stop":  # the coordinator gave up (another worker died): end here
                     raise EOFError
+                if msg[0] == "store":
+                    raise _Store
+                li = len(work)  # past the rows handed over: those taken are expanded next
                 work.extend(pickle.loads(msg[1]))  # noqa: S301 - states pickled by a sibling worker of this run
+                self.end = len(work)
             if self.disk is not None:
                 written.append(self._write_run(fps, parents, actions, states, local, ordered, work, li))
         except BaseException:
@@ -339,17 +350,45 @@ class _Worker:
             self._answer(msg, work, li)
 
     def _answer(self, msg: tuple, work: Share, done: int) -> None:
-        """Answer a message that comes while this worker expands: a request for work, or the level given up."""
+        """Answer a message that comes while this worker expands: a request for work, the level given up (the
+        run ends), or given up for a stop (the level's states go to the checkpoint)."""
         if msg[0] == "stop":
             raise EOFError
+        if msg[0] == "store":
+            raise _Store
         self._give(msg, work, done)
 
     def _give(self, msg: tuple, work: Share, done: int) -> None:
         """Answer a request for work: the last half of the states not expanded yet (none when few are left)."""
-        left = len(work) - done
+        left = self.end - done
         count = left // 2 if left >= MIN_STEAL else 0
-        out = work.cut(count) if count else []
+        out = work.span(self.end - count, self.end) if count else []
+        self.end -= count
         self.conn.send(("gift", pickle.dumps(out, pickle.HIGHEST_PROTOCOL) if out else b""))
+
+    def _store(self) -> None:
+        """Send the coordinator the level's share (`own` rows), as (positions, each state's stored-state bytes)
+        batches in position order, then an empty batch; the level in work, if any, is let go first."""
+        if self.disk is not None:
+            self.disk.close()
+            self.disk = None
+        self.states, self.local = [], []
+        share, decode = self.frontier, self.codec.decode
+        rows = (row for _, row in zip(range(self.own), share.rows(), strict=False))
+        positions: list[int] = []
+        states: list[Any] = []
+        try:
+            for pos, state in rows:
+                positions.append(pos)
+                states.append(decode(state) if type(state) is bytes else state)
+                if len(states) == CHUNK:
+                    self.conn.send(("stored", positions, list(stored_states.state_bytes(states))))
+                    positions, states = [], []
+            if states:
+                self.conn.send(("stored", positions, list(stored_states.state_bytes(states))))
+        except TypeError:  # a value the encoding does not know: the checkpoint goes without states
+            pass
+        self.conn.send(("stored", None, None))
 
     def keep(self, winners: np.ndarray, positions: np.ndarray, reached: set[str], gives: list[int],
              takes: int) -> None:
@@ -402,6 +441,7 @@ class _Worker:
                 kept.extend(self._taken())
             kept.sort(key=lambda row: row[0])
         self.frontier = Share(kept, len(kept) > self.spill, self.codec, self.spill)
+        self.own = self.end = len(self.frontier)
 
     def _taken(self) -> list[tuple[int, Any]]:
         """A batch of states handed over by another worker (EOFError if the coordinator stopped the level instead:
@@ -477,6 +517,7 @@ class _Worker:
             share.close()
             share = whole
         self.frontier = share
+        self.own = self.end = len(share)
 
 
 def _die_with(coordinator: int) -> bool:
@@ -649,6 +690,39 @@ class _Pool:
         except OSError:
             raise self._died(taker) from None
 
+    def gather(self) -> dict[str, np.ndarray] | None:
+        """The frontier's states, stored as a checkpoint keeps them (`stored_states`), from every worker's share
+        of the level: asked for between levels, or in the middle of one for a stop (the workers then give the
+        level up). None if the shares are not the frontier's positions once each (nothing is then stored)."""
+        for w in range(len(self.conns)):
+            self.send(w, ("store",))
+
+        def stream(w: int) -> Iterator[tuple[int, bytes]]:
+            while True:
+                msg = self.recv(w)
+                if msg[0] != "stored":  # a message of the level given up, sent before the request came
+                    continue
+                if msg[1] is None:
+                    return
+                yield from zip(msg[1], msg[2], strict=True)
+
+        chunks: list[bytes] = []
+        batch: list[bytes] = []
+        at = 0
+        fits = True
+        # Every stream is read to its end whatever comes, so that no answer is left in a pipe for the next level.
+        for pos, blob in heapq.merge(*(stream(w) for w in range(len(self.conns))), key=lambda row: row[0]):
+            fits = fits and pos == at
+            at += 1
+            if fits:
+                batch.append(blob)
+                if len(batch) == stored_states.CHUNK:
+                    chunks.append(stored_states.chunk(batch))
+                    batch = []
+        if batch:
+            chunks.append(stored_states.chunk(batch))
+        return stored_states.arrays(chunks) if fits else None
+
     def close(self, grace: float = 10.0) -> None:
         """Tell every worker to stop and wait `grace` seconds for it (killed if it has not ended by then); once."""
         if self.closed:
@@ -691,12 +765,32 @@ def plan_moves(counts: list[int]) -> list[tuple[int, int, int]]:
     return [m for m in moves if m[2] >= 1]
 
 
+class WorkerShares:
+    """The frontier as the search loop holds it here: its states are in the workers' shares."""
+
+    def __init__(self, levels: SharedLevels) -> None:
+        self.levels = levels
+
+    def stored(self) -> dict[str, np.ndarray] | None:
+        """The frontier's states as a checkpoint stores them, or None if the workers no longer hold them all."""
+        return self.levels.stored()
+
+
 class SharedLevels:
     """The owner processes' levels: the frontier's states live in the workers, the visited set here."""
 
+    STORES_STATES = True  # a checkpoint can store the frontier's states (gathered from the workers)
+
     def __init__(self, model: Any, workers: int, coverage: bool = False, spill: int | None = SPILL,
-                 run_size: int | None = RUN) -> None:
+                 run_size: int | None = RUN, keep_at_halt: bool = False) -> None:
         self.model, self.workers, self.coverage = model, workers, coverage
+        # A stop gathers the frontier's states from the workers before they go (`halt`), for its checkpoint.
+        self.keep_at_halt = keep_at_halt
+        self.kept: dict[str, np.ndarray] | None = None
+        self.halted = False
+        # While the workers take their winners as their next shares, the level's own states are let go of: a stop
+        # then writes its checkpoint without states (a resume replays them).
+        self.handing_over = False
         # Each worker keeps its share encoded past its part of the local engine's threshold (frontier.py), and
         # its level in work past as many candidates on disk, in runs of its part of the local engine's run size.
         self.spill = max(1, spill // workers) if spill is not None else 1 << 62
@@ -724,10 +818,26 @@ class SharedLevels:
         for share, batch in zip(shares, batches, strict=True):
             share.extend(batch)
         self.pool = _Pool(self.model, shares, self.coverage, self.spill, self.run)
-        return None
+        return WorkerShares(self)
+
+    def stored(self) -> dict[str, np.ndarray] | None:
+        """The frontier's states from the workers (gathered at the halt, after one), when they still hold them."""
+        if self.halted:
+            return self.kept
+        pool = self.pool
+        if pool is None or pool.closed or self.handing_over or not stored_states.available():
+            return None
+        return pool.gather()
 
     def halt(self) -> None:
-        """Stop the workers at once: they hold nothing the checkpoint needs."""
+        """Stop the workers at once, their level in work given up; for a checkpoint, first take the frontier's
+        states from them (nothing is stored if a worker has died meanwhile)."""
+        if self.keep_at_halt:
+            try:
+                self.kept = self.stored()
+            except RuntimeError:
+                self.kept = None
+        self.halted = True
         self.close(1.0)
 
     def close(self, grace: float = 10.0) -> None:
@@ -764,6 +874,7 @@ class SharedLevels:
         won = order[first]
         counts = [int(np.count_nonzero(who[won] == w)) for w in range(self.workers)]
         moves = plan_moves(counts)
+        self.handing_over = True
         for w in range(self.workers):
             mine = np.flatnonzero(who[won] == w)
             pool.send(w, ("winners", index[won][mine], mine, found.reached,
@@ -780,7 +891,8 @@ class SharedLevels:
                 least(best, (name,), key)
         for giver, taker, _ in moves:
             pool.relay(giver, taker, tick.stop)
-        return Level(fps[won], parents[won], actions[won], None, best, goal_best)
+        self.handing_over = False
+        return Level(fps[won], parents[won], actions[won], WorkerShares(self), best, goal_best)
 
 
 def explore(model: Any, workers: int, max_states: int | None = None, progress: ProgressFn | None = None,
@@ -797,13 +909,13 @@ def explore(model: Any, workers: int, max_states: int | None = None, progress: P
         from kcm.checkers.explore.tally import Tally
 
         found.tally = Tally()
-    levels = SharedLevels(model, workers, coverage, spill, run_size)
+    levels = SharedLevels(model, workers, coverage, spill, run_size, keep_at_halt=checkpoint is not None)
     grace = 10.0
     try:
         with no_collections():
             run(model, found, levels, max_states, progress, checkpoint, resume, stop_at=stop_at, stop=stop)
     finally:
         if stop is not None and stop.reason is not None:
-            grace = 1.0  # the workers hold nothing the checkpoint needs: a level in work is not waited for
+            grace = 1.0  # the checkpoint has what it needs of the workers: a level in work is not waited for
         levels.close(grace)
     return found

@@ -581,9 +581,7 @@ class _Search:
         got = ranged.mapInArrow(_stored_chunks, "part int, seq int, chunk binary").toArrow()
         order = sorted(zip(got.column("part").to_pylist(), got.column("seq").to_pylist(),
                            got.column("chunk").to_pylist(), strict=True))
-        chunks = [c for _, _, c in order]
-        return {"states.data": np.frombuffer(b"".join(chunks), dtype=np.uint8),
-                "states.ends": np.cumsum([len(c) for c in chunks], dtype=np.uint64)}
+        return stored_states.arrays([c for _, _, c in order])
 
     def paths(self, witnesses: dict[str, Any]) -> dict[str, Witness]:
         """Each witness's path: parent links followed back, every witness at once, one query per step."""
