@@ -23,6 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 from kcm.checkers.core.bounded import BoundedSystem, load_config
 from kcm.checkers.explore import bfs, checkpoint, level_loop
 
@@ -78,7 +79,9 @@ def main() -> int:
         print(f"  replay / stored: {slow / fast:.1f}x; the same states: {same}")
         if spark_rows:
             sslow, rb = _timed("replayed (Spark's loader)", lambda s: rows_of(model, s), snap)
-            rsame = (ra.fps, ra.parents, ra.aidxs, ra_front) == (rb.fps, rb.parents, rb.aidxs, list(rb.frontier))
+            rsame = all(np.array_equal(x, y) for x, y in zip((ra.fps, ra.parents, ra.aidxs),
+                                                             (rb.fps, rb.parents, rb.aidxs), strict=True)) \
+                and ra_front == list(rb.frontier)
             print(f"  replay / stored: {sslow / sfast:.1f}x; the same rows: {rsame}")
             same = same and rsame
         snap.arrays.update(kept)

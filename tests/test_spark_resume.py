@@ -110,6 +110,7 @@ def test_a_spark_checkpoint_stores_the_frontier_and_the_levels_and_resumes_witho
         raise AssertionError("a resume from stored states replayed the levels")
 
     monkeypatch.setattr(level_loop, "replay_levels", no_replay)
+    monkeypatch.setattr(spark_bfs, "RESUME_PIECE", 7)  # a frontier resumed on Spark goes over in many pieces
     on_spark = spark_bfs.explore(model, spark, resume=snap, host_below=host_below)
     on_local = bfs.explore(model, resume=checkpoint.load(ckpt, identity))
     assert _key(on_spark) == _key(whole) == _key(on_local)

@@ -101,6 +101,26 @@ def test_a_resume_from_stored_states_replays_no_level_and_ends_as_an_uninterrupt
     assert resumed["distinct_states"] == 38611
 
 
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_resume_does_not_write_the_level_it_resumed_again(tmp_path, capsys, monkeypatch, workers):
+    # With `--checkpoint F --resume F` (the resume line kcm prints), a periodic checkpoint made due by the rebuild
+    # would overwrite the stop's file, with its states, by one of the same level without them.
+    ckpt = _partial(tmp_path, capsys)
+    depth = checkpoint.load(ckpt, checkpoint.config_identity(load_config("controller"))).meta["depth"]
+    written, real = [], checkpoint.Checkpointer.write
+    monkeypatch.setattr(level_loop, "STORE_BELOW", 10)  # the periodic checkpoints store no states
+
+    def write(self, visited, frontier, meta, stored=None):
+        written.append(meta["depth"])
+        return real(self, visited, frontier, meta, stored)
+
+    monkeypatch.setattr(checkpoint.Checkpointer, "write", write)
+    resumed = _summary(["--config", "controller", "--workers", workers, "--checkpoint", str(ckpt),
+                        "--checkpoint-every", "0", "--resume", str(ckpt)], capsys)
+    assert resumed["distinct_states"] == 38611
+    assert written and min(written) == depth + 1
+
+
 def test_a_big_frontier_is_stored_only_by_a_stop_and_a_file_without_states_replays(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(level_loop, "STORE_BELOW", 10)
     ckpt = _partial(tmp_path, capsys, "tiny", 200)

@@ -210,6 +210,9 @@ def run(model: Any, found: Exploration, levels: Levels, max_states: int | None =
             del states
     width: int | None = sizes[-1] if sizes else 0  # the frontier's size (None: not counted yet)
     total = sum(sizes)  # states visited (counted)
+    # The level boundary a resume starts from is on file already (with its states, where the file stores them): a
+    # periodic checkpoint made due by the rebuild would only write it again, without them when the frontier is big.
+    on_file = depth if resume is not None else -1
     last_report = 0.0
     shown: tuple[int, int, int] | None = None  # a lazy engine's last line: (level, states, frontier)
 
@@ -267,7 +270,7 @@ def run(model: Any, found: Exploration, levels: Levels, max_states: int | None =
         if stop is not None and stop.poll():
             interrupted = True
             break
-        if checkpoint is not None and checkpoint.due():
+        if checkpoint is not None and depth != on_file and checkpoint.due():
             # A checkpoint holds whole levels, each state judged: count and judge the frontier first.
             if not settle():
                 break

@@ -79,6 +79,7 @@ COMPACT_EVERY = 4  # levels whose parent links stay views of the levels' own blo
 # Levels of at most this many states run in the driver: a Spark level costs about 0.3 s of job latency however
 # small it is, and the driver expands about 3,000 states per second (see docs/spark-scale-out.md).
 HOST_BELOW = 2000
+RESUME_PIECE = 65_536  # rows of a big resumed frontier handed to the JVM at a time (about 80 MB on `large`)
 WATCH = 0.25  # seconds between two looks at a stop request while a level runs on Spark
 WARM_UP = "kcm-warm-up"  # the job group of the job that starts the Python workers early
 WARM_LEVEL = -(1 << 40)  # the level number of its summaries, which nothing reads
@@ -290,17 +291,36 @@ class _Search:
         self.seen = FingerprintSet(_as_fps(list(roots)))
         return [(fp, order_key(fp), i, NO_PARENT, blobs[fp]) for fp, i in roots.items()]
 
-    def resumed(self, snapshot: Snapshot) -> tuple[list[tuple], Start]:
-        """The frontier of a checkpoint (any engine's) and where the search starts; its rows held in the driver."""
+    def resumed(self, snapshot: Snapshot) -> tuple[Any, Start]:
+        """The frontier of a checkpoint (any engine's) and where the search starts: its rows held in the driver
+        when the next level runs there, else a DataFrame (the visited rows in the JVM too)."""
         got = rows_of(self.model, snapshot)
         meta = got.meta
-        self.host = list(zip(got.fps, got.parents, got.aidxs, strict=True))
-        self.seen = FingerprintSet(_as_fps(got.fps))
         paths = restore_counters(self.found, meta, str(snapshot.path))
-        frontier = [(fp, order_key(fp if parent == NO_PARENT else parent), aidx, parent, CODEC.encode(state))
-                    for fp, parent, aidx, state in got.frontier]
-        return frontier, Start(None, [], [], paths, meta["depth"], list(meta["sizes"]), meta["expanded"],
-                               meta["seconds"])
+        start = Start(None, [], [], paths, meta["depth"], list(meta["sizes"]), meta["expanded"], meta["seconds"])
+        rows = ((fp, order_key(fp if parent == NO_PARENT else parent), aidx, parent, CODEC.encode(state))
+                for fp, parent, aidx, state in got.frontier)
+        if meta["sizes"][-1] <= self.host_below:
+            self.host = list(zip(got.fps.tolist(), got.parents.tolist(), got.aidxs.tolist(), strict=True))
+            self.seen = FingerprintSet(_as_fps(got.fps))
+            return list(rows), start
+        # A frontier too big for the driver's levels goes to the JVM as it is decoded, a piece at a time: held
+        # whole in the driver (its rows as Python objects, then their Arrow copy) a resume of `large`'s level 8
+        # took 11.1 GB there.
+        import pyarrow as pa
+
+        columns = dict(zip(("fp", "parent", "aidx"), (got.fps, got.parents, got.aidxs.astype(np.int32)), strict=True))
+        self.pieces.append(self.checkpointed(self._frame_of(pa.table(columns))))
+        del got, columns
+        fields = [f.strip().split()[0] for f in FRONTIER.split(",")]
+        types = [pa.int64(), pa.int64(), pa.int32(), pa.int64(), pa.binary()]
+        pieces = [self.checkpointed(self.spark.createDataFrame(pa.table(
+            [pa.array(col, kind) for col, kind in zip(zip(*batch, strict=True), types, strict=True)], names=fields)))
+            for batch in _batched(rows, RESUME_PIECE)]
+        frontier = self.checkpointed(_union(pieces, tuple(fields)).repartition(self.parts, "fp"))
+        for piece in pieces:
+            self.release(piece)
+        return frontier, start
 
     def host_level(self, frontier: list[tuple], level: int, successors: bool = True) -> list[tuple]:
         """Level `level` expanded in the driver by the workers' own expander: its new states, least link each."""
@@ -363,6 +383,10 @@ class _Search:
         if not columns:
             columns = [() for _ in fields]
         table = pa.table({name: pa.array(col, types[kind]) for (name, kind), col in zip(fields, columns, strict=True)})
+        return self._frame_of(table)
+
+    def _frame_of(self, table: Any) -> Any:
+        """An Arrow table as a DataFrame hash-partitioned by fp."""
         return self.spark.createDataFrame(table).repartition(self.parts, "fp")
 
     # -- both ------------------------------------------------------------------------------------------------
@@ -429,7 +453,7 @@ class _Search:
         else:
             frontier, start = self.resumed(resume)
         self.depth, self.sizes, self.known = start.depth, list(start.sizes), set(start.witnesses)
-        if self.host_below and len(frontier) <= self.host_below:
+        if isinstance(frontier, list) and self.host_below and len(frontier) <= self.host_below:
             self.warm_up(frontier)
         return self, frontier, start
 
@@ -728,9 +752,22 @@ def _stored_chunks(batches: Iterator[Any]) -> Iterator[Any]:
                                           pa.array([chunk], pa.binary())], names=["part", "seq", "chunk"])
 
 
-def _union(pieces: list[Any]) -> Any:
-    """The visited set: the union of its pieces' parent links (each piece hash-partitioned by fp)."""
-    slim = [df.select("fp", "parent", "aidx") for df in pieces]
+def _batched(rows: Iterator[tuple], size: int) -> Iterator[list[tuple]]:
+    """The rows in lists of `size` (the last one shorter)."""
+    batch: list[tuple] = []
+    for row in rows:
+        batch.append(row)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _union(pieces: list[Any], columns: tuple[str, ...] = ("fp", "parent", "aidx")) -> Any:
+    """The visited set: the union of its pieces' parent links (each piece hash-partitioned by fp); or of other
+    `columns`."""
+    slim = [df.select(*columns) for df in pieces]
     out = slim[0]
     for df in slim[1:]:
         out = out.union(df)

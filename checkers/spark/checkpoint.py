@@ -120,9 +120,9 @@ class Links:
 class Resumed:
     """What a Spark run resumes from: every visited row, the frontier's rows and states, the counters."""
 
-    fps: list[int]  # longs
-    parents: list[int]  # longs, NO_PARENT for a root
-    aidxs: list[int]
+    fps: np.ndarray  # longs (int64)
+    parents: np.ndarray  # longs, NO_PARENT for a root
+    aidxs: np.ndarray  # int64
     frontier: Iterator[tuple[int, int, int, Any]]  # (fp long, parent long, action position, state), read once
     meta: dict[str, Any]
 
@@ -148,5 +148,4 @@ def rows_of(model: Any, snapshot: Snapshot) -> Resumed:
     last = len(levels) - 1
     # An iterator: a big resumed frontier is a `Frontier` decoded a chunk at a time, and its reader keeps bytes.
     frontier = zip(fps[last].tolist(), parents[last].tolist(), aidxs[last].tolist(), states, strict=True)
-    return Resumed(np.concatenate(fps).tolist(), np.concatenate(parents).tolist(), np.concatenate(aidxs).tolist(),
-                   frontier, snapshot.meta)
+    return Resumed(np.concatenate(fps), np.concatenate(parents), np.concatenate(aidxs), frontier, snapshot.meta)
