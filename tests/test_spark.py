@@ -274,3 +274,19 @@ def test_stopping_at_the_first_violation_ends_where_the_local_engine_bounded_at_
         assert stopped.stopped
         assert stopped.violations == bounded.violations and stopped.reached == bounded.reached, (name, stop_at)
         assert all(stopped.violations[p] == full.violations[p] for p in stop_at if p in stopped.violations)
+
+
+@pytest.mark.spark
+def test_the_jvm_writes_its_warnings_to_stderr_not_into_the_json_on_stdout(spark):
+    # A GC warning under heap pressure once landed in the middle of `kcm explore --engine spark --json`'s output:
+    # the JVM's unified logging writes warnings to stdout unless told otherwise.
+    jvm = spark.sparkContext._jvm
+    jcmd = Path(jvm.java.lang.System.getProperty("java.home")) / "bin" / "jcmd"
+    if jcmd.is_file():  # the JVM's own word on where its log goes
+        pid = jvm.java.lang.ProcessHandle.current().pid()
+        told = subprocess.run([str(jcmd), str(pid), "VM.log", "list"], capture_output=True, text=True, timeout=60)
+        outputs = [line.split()[1:3] for line in told.stdout.splitlines() if line.strip().startswith("#")]
+        assert ["stdout", "all=off"] in outputs and ["stderr", "all=warning"] in outputs, told.stdout
+    else:  # a runtime without the JDK's tools: the options it was started with
+        args = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
+        assert args.index("-Xlog:disable") < args.index("-Xlog:all=warning:stderr")

@@ -26,6 +26,7 @@ LOCAL_RETRIES = 4  # attempts per task on a local master (Spark's spark.task.max
 CONNECT_TIMEOUT = 3.0  # seconds to wait for a standalone master's port to answer
 QUIET_DAEMON = "kcm.checkers.spark.quiet_daemon"  # PySpark's daemon, quiet about cancelled tasks' workers
 LOG_CONFIG = Path(__file__).with_name("spark-log4j2.properties")
+JVM_LOG = "-Xlog:disable -Xlog:all=warning:stderr"  # the JVM's warnings on stderr, not stdout (`spark_session`)
 DRIVER_JIT = "-XX:TieredStopAtLevel=1"  # the driver JVM compiles with C1 only (why: in `spark_session` below)
 
 _LOCAL = re.compile(r"local(?:\[(?P<n>\*|\d+)(?:,(?P<r>\d+))?\])?")
@@ -159,7 +160,9 @@ def spark_session(master: str | None = "local[*]", memory: str | None = None,
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     tmp = os.environ.get("SPARK_LOCAL_DIRS") or _scratch()
-    java = f"-Djava.io.tmpdir={tmp}"
+    # The JVM's own warnings (a GC under heap pressure, say) go to stderr: by default they go to stdout, where
+    # on a local master they land in the middle of `kcm explore --json`'s output.
+    java = f"-Djava.io.tmpdir={tmp} {JVM_LOG}"
     if not spark_log:
         java += f" -Dlog4j2.configurationFile=file:{LOG_CONFIG}"
     # The driver's JVM (on a local master, the executors' too) compiles with C1 only: a search runs many short
