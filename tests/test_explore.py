@@ -61,6 +61,17 @@ def test_cli_summary_and_exit_codes(capsys, tmp_path):
     assert "no config" in capsys.readouterr().err
 
 
+def test_a_folder_named_like_a_shipped_config_does_not_hide_it(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tiny").mkdir()
+    assert main(["explore", "--config", "tiny", "--quiet", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["distinct_states"] == 651
+    (tmp_path / "mine").mkdir()
+    assert main(["explore", "--config", "mine"]) == 2
+    err = capsys.readouterr().err
+    assert "no config 'mine' (a folder, not a config file)" in err and len(err.strip().splitlines()) == 1
+
+
 def test_bad_configs_are_refused():
     for bad in ({}, {"brokers": []}, {"brokers": [0], "families": ["chaos"]}, {"brokers": [0], "colour": 1},
                 {"brokers": [0], "bounds": {"max_cats": 1}}, {"brokers": [0], "topics": {"t": {"0": [5]}}}):

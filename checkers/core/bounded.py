@@ -70,18 +70,24 @@ _CONFIG_VALIDATOR: Any = None
 def config_file(name_or_path: str) -> Path:
     """The file a config argument stands for: a path as given, else the shipped specs/configs/NAME.json."""
     path = Path(name_or_path)
-    if path.suffix == ".json" or path.exists() or not name_or_path:
+    if _is_path(name_or_path):
         return path
     return Path(str(resources.files("kcm.specs").joinpath("configs", f"{name_or_path}.json")))
+
+
+def _is_path(name_or_path: str) -> bool:
+    """Whether a config argument names a file rather than a shipped config: a `.json` name, or anything there but
+    a folder (a folder called `large` where kcm runs does not hide the shipped `large`)."""
+    path = Path(name_or_path)
+    return path.suffix == ".json" or not name_or_path or (path.exists() and not path.is_dir())
 
 
 def load_config(name_or_path: str) -> dict[str, Any]:
     """A config from a file path, or by name from specs/configs/; BadConfig (naming the file) if missing or
     malformed."""
     try:
-        path = Path(name_or_path)
-        if path.suffix == ".json" or path.exists() or not name_or_path:
-            raw = strictjson.read_bounded(path, MAX_CONFIG_BYTES)
+        if _is_path(name_or_path):
+            raw = strictjson.read_bounded(Path(name_or_path), MAX_CONFIG_BYTES)
         else:  # read through importlib: kcm may be imported from a zip (spark-submit --py-files), with no file
             raw = resources.files("kcm.specs").joinpath("configs", f"{name_or_path}.json").read_bytes()
     except strictjson.InputError as err:
@@ -89,8 +95,9 @@ def load_config(name_or_path: str) -> dict[str, Any]:
     except OSError as err:
         known = sorted(p.name[:-5] for p in resources.files("kcm.specs").joinpath("configs").iterdir()
                        if p.name.endswith(".json"))
-        raise BadConfig(f"no config {name_or_path!r} ({err.strerror or err.__class__.__name__}); shipped: "
-                        f"{', '.join(known)}") from None
+        why = "a folder, not a config file" if Path(name_or_path).is_dir() else \
+            err.strerror or err.__class__.__name__
+        raise BadConfig(f"no config {name_or_path!r} ({why}); shipped: {', '.join(known)}") from None
     try:
         cfg = strictjson.loads(raw)
         validate_config(cfg)
