@@ -284,3 +284,28 @@ def test_a_signal_to_the_coordinator_while_a_worker_holds_run_files_ends_the_wor
             run.kill()
             run.wait()
         processes.kill(helpers)
+
+
+def test_a_share_that_cannot_be_stored_whole_leaves_the_checkpoint_without_states(monkeypatch, tmp_path):
+    # A worker that fails to encode part of its share (a value the encoding does not know) says so: a frontier
+    # stored in part would be refused on resume, so none is stored and the resume replays.
+    from kcm.checkers.explore import checkpoint, stored_states
+
+    monkeypatch.setattr(workers, "CHUNK", 4)  # each worker sends its share in batches of 4
+    real, calls = stored_states.state_bytes, []
+
+    def fails_after_one_batch(states):
+        calls.append(1)  # per process: the workers are forked
+        if len(calls) > 1:
+            raise TypeError("a value the encoding does not know")
+        return real(states)
+
+    monkeypatch.setattr(stored_states, "state_bytes", fails_after_one_batch)
+    model = BoundedSystem(load_config("unclean"))
+    identity = checkpoint.config_identity(model.cfg)
+    ckpt = tmp_path / "w.ckpt"
+    workers.explore(model, 2, max_states=300, checkpoint=checkpoint.Checkpointer(ckpt, 0, identity))
+    snap = checkpoint.load(ckpt, identity)
+    assert snap.arrays["frontier"].size > 8 and "states.data" not in snap.arrays
+    monkeypatch.setattr(stored_states, "state_bytes", real)
+    _same(workers.explore(model, 2, resume=snap), bfs.explore(model))

@@ -368,7 +368,8 @@ class _Worker:
 
     def _store(self) -> None:
         """Send the coordinator the level's share (`own` rows), as (positions, each state's stored-state bytes)
-        batches in position order, then an empty batch; the level in work, if any, is let go first."""
+        batches in position order, then an end saying whether that was all of it; the level in work, if any, is
+        let go first."""
         if self.disk is not None:
             self.disk.close()
             self.disk = None
@@ -377,6 +378,7 @@ class _Worker:
         rows = (row for _, row in zip(range(self.own), share.rows(), strict=False))
         positions: list[int] = []
         states: list[Any] = []
+        whole = True
         try:
             for pos, state in rows:
                 positions.append(pos)
@@ -387,8 +389,8 @@ class _Worker:
             if states:
                 self.conn.send(("stored", positions, list(stored_states.state_bytes(states))))
         except TypeError:  # a value the encoding does not know: the checkpoint goes without states
-            pass
-        self.conn.send(("stored", None, None))
+            whole = False
+        self.conn.send(("stored", None, whole))
 
     def keep(self, winners: np.ndarray, positions: np.ndarray, reached: set[str], gives: list[int],
              takes: int) -> None:
@@ -697,19 +699,22 @@ class _Pool:
         for w in range(len(self.conns)):
             self.send(w, ("store",))
 
+        fits = True
+
         def stream(w: int) -> Iterator[tuple[int, bytes]]:
+            nonlocal fits
             while True:
                 msg = self.recv(w)
                 if msg[0] != "stored":  # a message of the level given up, sent before the request came
                     continue
                 if msg[1] is None:
+                    fits = fits and msg[2]  # whether the worker sent its whole share
                     return
                 yield from zip(msg[1], msg[2], strict=True)
 
         chunks: list[bytes] = []
         batch: list[bytes] = []
         at = 0
-        fits = True
         # Every stream is read to its end whatever comes, so that no answer is left in a pipe for the next level.
         for pos, blob in heapq.merge(*(stream(w) for w in range(len(self.conns))), key=lambda row: row[0]):
             fits = fits and pos == at
