@@ -307,17 +307,12 @@ class _Search:
         # A frontier too big for the driver's levels goes to the JVM as it is decoded, a piece at a time: held
         # whole in the driver (its rows as Python objects, then their Arrow copy) a resume of `large`'s level 8
         # took 11.1 GB there.
-        import pyarrow as pa
-
-        columns = dict(zip(("fp", "parent", "aidx"), (got.fps, got.parents, got.aidxs.astype(np.int32)), strict=True))
-        self.pieces.append(self.checkpointed(self._frame_of(pa.table(columns))))
-        del got, columns
-        fields = [f.strip().split()[0] for f in FRONTIER.split(",")]
-        types = [pa.int64(), pa.int64(), pa.int32(), pa.int64(), pa.binary()]
-        pieces = [self.checkpointed(self.spark.createDataFrame(pa.table(
-            [pa.array(col, kind) for col, kind in zip(zip(*batch, strict=True), types, strict=True)], names=fields)))
-            for batch in _batched(rows, RESUME_PIECE)]
-        frontier = self.checkpointed(_union(pieces, tuple(fields)).repartition(self.parts, "fp"))
+        self.pieces.append(self.checkpointed(self._frame([got.fps, got.parents, got.aidxs], VISITED)))
+        del got
+        pieces = [self.checkpointed(self.spark.createDataFrame(_table(list(zip(*batch, strict=True)), FRONTIER)))
+                  for batch in _batched(rows, RESUME_PIECE)]
+        names = tuple(f.strip().split()[0] for f in FRONTIER.split(","))
+        frontier = self.checkpointed(_union(pieces, names).repartition(self.parts, "fp"))
         for piece in pieces:
             self.release(piece)
         return frontier, start
@@ -374,20 +369,9 @@ class _Search:
                                    _as_fps(visited.select("fp").toArrow().column(0).to_numpy()))
         self.host = []
 
-    def _frame(self, columns: list[tuple], schema: str) -> Any:
+    def _frame(self, columns: list[Any], schema: str) -> Any:
         """Rows (given column by column) as a DataFrame hash-partitioned by fp, passed to the JVM through Arrow."""
-        import pyarrow as pa
-
-        types = {"long": pa.int64(), "int": pa.int32(), "binary": pa.binary()}
-        fields = [f.strip().split() for f in schema.split(",")]
-        if not columns:
-            columns = [() for _ in fields]
-        table = pa.table({name: pa.array(col, types[kind]) for (name, kind), col in zip(fields, columns, strict=True)})
-        return self._frame_of(table)
-
-    def _frame_of(self, table: Any) -> Any:
-        """An Arrow table as a DataFrame hash-partitioned by fp."""
-        return self.spark.createDataFrame(table).repartition(self.parts, "fp")
+        return self.spark.createDataFrame(_table(columns, schema)).repartition(self.parts, "fp")
 
     # -- both ------------------------------------------------------------------------------------------------
 
@@ -750,6 +734,17 @@ def _stored_chunks(batches: Iterator[Any]) -> Iterator[Any]:
     for seq, chunk in enumerate(stored.encode_chunks(states())):
         yield pa.RecordBatch.from_arrays([pa.array([part], pa.int32()), pa.array([seq], pa.int32()),
                                           pa.array([chunk], pa.binary())], names=["part", "seq", "chunk"])
+
+
+def _table(columns: list[Any], schema: str) -> Any:
+    """Columns (sequences or NumPy arrays) as an Arrow table of `schema` (Spark's "name type, ..." string)."""
+    import pyarrow as pa
+
+    types = {"long": pa.int64(), "int": pa.int32(), "binary": pa.binary()}
+    fields = [f.strip().split() for f in schema.split(",")]
+    if not columns:
+        columns = [() for _ in fields]
+    return pa.table({name: pa.array(col, types[kind]) for (name, kind), col in zip(fields, columns, strict=True)})
 
 
 def _batched(rows: Iterator[tuple], size: int) -> Iterator[list[tuple]]:
