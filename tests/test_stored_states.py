@@ -121,6 +121,16 @@ def test_a_resume_does_not_write_the_level_it_resumed_again(tmp_path, capsys, mo
     assert written and min(written) == depth + 1
 
 
+def test_a_resume_says_whether_it_decodes_the_stored_frontier_or_replays(tmp_path, capsys, monkeypatch):
+    ckpt = _partial(tmp_path, capsys)
+    assert main(["explore", "--config", "controller", "--resume", str(ckpt), "--json"]) == 0
+    first = capsys.readouterr().err.splitlines()[0]
+    assert first.startswith(f"resuming {ckpt} at level ") and "decoding the frontier's 1,517 states stored" in first
+    monkeypatch.setattr(stored_states, "msgpack", None)  # an install without MessagePack cannot read them
+    assert main(["explore", "--config", "controller", "--resume", str(ckpt), "--json"]) == 0
+    assert "replaying every visited state" in capsys.readouterr().err.splitlines()[0]
+
+
 def test_a_big_frontier_is_stored_only_by_a_stop_and_a_file_without_states_replays(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(level_loop, "STORE_BELOW", 10)
     ckpt = _partial(tmp_path, capsys, "tiny", 200)

@@ -457,8 +457,7 @@ def resume_frontier(model: Any, snapshot: Snapshot,
             if len(steps) > meta["depth"]:
                 raise ValueError(f"the witness of {name} is longer than the search is deep")
             replay(model, root, steps)
-        stored = "states.ends" in snapshot.arrays and stored_states.available()
-        if stored and (on_fingerprints is None or "levels" in snapshot.arrays):
+        if decodes_frontier(snapshot, by_level=on_fingerprints is not None):
             if want.size != visited.parents[-1].size or bool(np.any(want[1:] <= want[:-1])) \
                     or bool(visited.unseen(want).any()):
                 raise BadCheckpoint(f"{snapshot.path}: the saved frontier is not the last level of the visited set")
@@ -483,6 +482,24 @@ def resume_frontier(model: Any, snapshot: Snapshot,
     if fps.size != want.size or not np.array_equal(fps, want):
         raise BadCheckpoint(f"{snapshot.path}: the saved frontier is not the last level of the visited set")
     return visited, want.tolist(), states
+
+
+def decodes_frontier(snapshot: Snapshot, by_level: bool = False) -> bool:
+    """Whether a resume of `snapshot` decodes the frontier's states it stores (else it replays every visited
+    state); `by_level`: for a loader that also needs each visited state's level (Spark's)."""
+    return "states.ends" in snapshot.arrays and stored_states.available() and \
+        (not by_level or "levels" in snapshot.arrays)
+
+
+def resume_note(snapshot: Snapshot, by_level: bool = False) -> str:
+    """What a resume of `snapshot` is about to do, in one line (a replay of a big file takes a while)."""
+    meta = snapshot.meta
+    sizes = meta.get("sizes") or [0]
+    head = f"resuming {snapshot.path} at level {meta.get('depth', 0)} ({sum(sizes):,} states visited)"
+    if decodes_frontier(snapshot, by_level):
+        return f"{head}: decoding the frontier's {sizes[-1]:,} states stored in it"
+    return f"{head}: rebuilding the frontier by replaying every visited state (the file stores no frontier " \
+           "states this engine reads)"
 
 
 SAMPLED = 256  # frontier states whose paths a resume from stored states replays (each costs one step a level)

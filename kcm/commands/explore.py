@@ -168,6 +168,7 @@ def _options(args: argparse.Namespace, model: BoundedSystem, mine: list[Any], ch
     --checkpoint) and the one to resume (BadCheckpoint if it is not this run's), the bounds, progress lines."""
     from kcm.checkers import engines
     from kcm.checkers.explore import bfs, checkpoint
+    from kcm.checkers.explore.level_loop import resume_note
 
     identity = checkpoint.config_identity(dict(model.cfg, user_properties=user.identity(model.properties()))
                                           if mine else model.cfg, choice.identity())
@@ -178,6 +179,8 @@ def _options(args: argparse.Namespace, model: BoundedSystem, mine: list[Any], ch
         checkpointer = checkpoint.Checkpointer(default_checkpoint(model.cfg.get("name", args.config)), math.inf,
                                                identity, engine=args.engine)
     resume = checkpoint.load(args.resume, identity) if args.resume is not None else None
+    if resume is not None and not args.quiet:
+        print(resume_note(resume, by_level=args.engine == "spark"), file=sys.stderr, flush=True)
     stop_at = None if args.keep_going or args.walks is not None else bfs.safety_names(choice.model)
     return engines.Options(
         max_states=args.max_states, progress=None if args.quiet else _progress, checkpoint=checkpointer,
