@@ -334,3 +334,19 @@ def test_a_stopped_search_leaves_the_signal_ignored_here_but_not_in_processes_st
     child = subprocess.run([sys.executable, "-c", "import signal; print(int(signal.getsignal(signal.SIGTERM)))"],
                            capture_output=True, text=True, check=True)
     assert child.stdout.strip() == str(int(signal.SIG_DFL))  # SIG_IGN would be inherited: such a run never stops
+
+
+def test_a_signal_repeated_after_a_stop_stays_ignored_through_the_interpreters_shutdown():
+    # Python puts SIG_DFL back for its handlers while it shuts down: a second Ctrl-C then killed a stopped run
+    # (exit -2 instead of 3). The last exit handler (registered first, run last) sees what the signal's action is.
+    script = """
+import atexit, os, signal
+atexit.register(lambda: print(signal.getsignal(signal.SIGINT) == signal.SIG_IGN, flush=True))
+from kcm.checkers.explore import stopping
+stop = stopping.StopRequest()
+with stopping.on_signals(stop), stop.search():
+    os.kill(os.getpid(), signal.SIGINT)
+print(stop.reason, flush=True)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.split("\n")[:2] == ["SIGINT received", "True"], done

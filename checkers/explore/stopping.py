@@ -18,6 +18,7 @@ and the PSS only when the RSS passes the limit (PSS <= RSS), at most once per tw
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
 import signal
@@ -221,6 +222,15 @@ def _repeated(signum: int, frame: Any) -> None:
     """A signal repeated once the search has stopped: the process is ending anyway."""
 
 
+def _ignored_to_the_end() -> None:
+    """At interpreter exit, after a stop: a repeated signal stays ignored to the very end. Python puts the default
+    action back for the signals it handles while it shuts down, so a second Ctrl-C just then killed the process
+    (exit -2 instead of 3); no process is started after this point to inherit SIG_IGN."""
+    for sig in SIGNALS:
+        if signal.getsignal(sig) is _repeated:
+            signal.signal(sig, signal.SIG_IGN)
+
+
 @contextmanager
 def on_signals(stop: StopRequest) -> Iterator[StopRequest]:
     """SIGINT and SIGTERM handled by `stop` (see the module) until the block ends; the old handlers back then,
@@ -241,6 +251,9 @@ def on_signals(stop: StopRequest) -> Iterator[StopRequest]:
     finally:
         for sig, handler in old.items():
             signal.signal(sig, _repeated if stop.reason is not None else handler)
+        if stop.reason is not None and old:
+            atexit.unregister(_ignored_to_the_end)  # once, however many searches this process stopped
+            atexit.register(_ignored_to_the_end)
 
 
 def reinstall(stop: StopRequest) -> None:
