@@ -493,9 +493,8 @@ def decodes_frontier(snapshot: Snapshot, by_level: bool = False) -> bool:
 
 def resume_note(snapshot: Snapshot, by_level: bool = False) -> str:
     """What a resume of `snapshot` is about to do, in one line (a replay of a big file takes a while)."""
-    meta = snapshot.meta
-    sizes = meta.get("sizes") or [0]
-    head = f"resuming {snapshot.path} at level {meta.get('depth', 0)} ({sum(sizes):,} states visited)"
+    sizes = snapshot.meta["sizes"]  # a loaded checkpoint's: a level size a level, level 0 included
+    head = f"resuming {snapshot.path} at level {snapshot.meta['depth']} ({sum(sizes):,} states visited)"
     if decodes_frontier(snapshot, by_level):
         return f"{head}: decoding the frontier's {sizes[-1]:,} states stored in it"
     return f"{head}: rebuilding the frontier by replaying every visited state (the file stores no frontier " \

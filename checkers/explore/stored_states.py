@@ -27,6 +27,7 @@ from functools import cache
 from typing import Any
 
 import numpy as np
+from kcm.checkers.explore.batches import batched
 from kcm.checkers.explore.collector import no_collections
 
 try:
@@ -133,16 +134,14 @@ def _list_header(count: int) -> bytes:
     return b"\xdd" + count.to_bytes(4, "big")
 
 
+def chunks_of(blobs: Iterable[bytes]) -> Iterator[bytes]:
+    """States' `state_bytes`, in order, as compressed chunks of CHUNK states each."""
+    return (chunk(batch) for batch in batched(blobs, CHUNK))
+
+
 def encode_chunks(states: Iterable[Any]) -> Iterator[bytes]:
     """The states, CHUNK at a time, each chunk one compressed MessagePack list; TypeError for a foreign value."""
-    batch: list[bytes] = []
-    for blob in state_bytes(states):
-        batch.append(blob)
-        if len(batch) == CHUNK:
-            yield chunk(batch)
-            batch = []
-    if batch:
-        yield chunk(batch)
+    return chunks_of(state_bytes(states))
 
 
 def arrays(chunks: list[bytes]) -> dict[str, np.ndarray]:

@@ -38,11 +38,13 @@ import signal
 import sys
 from array import array
 from collections.abc import Callable, Collection, Iterable, Iterator
+from itertools import islice
 from multiprocessing.connection import wait
 from typing import Any
 
 import numpy as np
 from kcm.checkers.explore import stored_states
+from kcm.checkers.explore.batches import batched
 from kcm.checkers.explore.checkpoint import Checkpointer, Snapshot
 from kcm.checkers.explore.codec import StateCodec
 from kcm.checkers.explore.collector import no_collections
@@ -374,20 +376,12 @@ class _Worker:
             self.disk.close()
             self.disk = None
         self.states, self.local = [], []
-        share, decode = self.frontier, self.codec.decode
-        rows = (row for _, row in zip(range(self.own), share.rows(), strict=False))
-        positions: list[int] = []
-        states: list[Any] = []
+        decode = self.codec.decode
         whole = True
         try:
-            for pos, state in rows:
-                positions.append(pos)
-                states.append(decode(state) if type(state) is bytes else state)
-                if len(states) == CHUNK:
-                    self.conn.send(("stored", positions, list(stored_states.state_bytes(states))))
-                    positions, states = [], []
-            if states:
-                self.conn.send(("stored", positions, list(stored_states.state_bytes(states))))
+            for rows in batched(islice(self.frontier.rows(), self.own), CHUNK):
+                states = [decode(s) if type(s) is bytes else s for _, s in rows]
+                self.conn.send(("stored", [pos for pos, _ in rows], list(stored_states.state_bytes(states))))
         except TypeError:  # a value the encoding does not know: the checkpoint goes without states
             whole = False
         self.conn.send(("stored", None, whole))
@@ -712,20 +706,16 @@ class _Pool:
                     return
                 yield from zip(msg[1], msg[2], strict=True)
 
-        chunks: list[bytes] = []
-        batch: list[bytes] = []
-        at = 0
-        # Every stream is read to its end whatever comes, so that no answer is left in a pipe for the next level.
-        for pos, blob in heapq.merge(*(stream(w) for w in range(len(self.conns))), key=lambda row: row[0]):
-            fits = fits and pos == at
-            at += 1
-            if fits:
-                batch.append(blob)
-                if len(batch) == stored_states.CHUNK:
-                    chunks.append(stored_states.chunk(batch))
-                    batch = []
-        if batch:
-            chunks.append(stored_states.chunk(batch))
+        def in_order() -> Iterator[bytes]:
+            # Every stream is read to its end whatever comes, so that no answer is left in a pipe for the next level.
+            nonlocal fits
+            for at, (pos, blob) in enumerate(heapq.merge(*(stream(w) for w in range(len(self.conns))),
+                                                         key=lambda row: row[0])):
+                fits = fits and pos == at
+                if fits:
+                    yield blob
+
+        chunks = list(stored_states.chunks_of(in_order()))
         return stored_states.arrays(chunks) if fits else None
 
     def close(self, grace: float = 10.0) -> None:
@@ -770,17 +760,6 @@ def plan_moves(counts: list[int]) -> list[tuple[int, int, int]]:
     return [m for m in moves if m[2] >= 1]
 
 
-class WorkerShares:
-    """The frontier as the search loop holds it here: its states are in the workers' shares."""
-
-    def __init__(self, levels: SharedLevels) -> None:
-        self.levels = levels
-
-    def stored(self) -> dict[str, np.ndarray] | None:
-        """The frontier's states as a checkpoint stores them, or None if the workers no longer hold them all."""
-        return self.levels.stored()
-
-
 class SharedLevels:
     """The owner processes' levels: the frontier's states live in the workers, the visited set here."""
 
@@ -823,10 +802,11 @@ class SharedLevels:
         for share, batch in zip(shares, batches, strict=True):
             share.extend(batch)
         self.pool = _Pool(self.model, shares, self.coverage, self.spill, self.run)
-        return WorkerShares(self)
+        return self  # the frontier is in the workers: what the loop holds of it is this, whose `stored` gathers it
 
     def stored(self) -> dict[str, np.ndarray] | None:
-        """The frontier's states from the workers (gathered at the halt, after one), when they still hold them."""
+        """The frontier's states as a checkpoint stores them, from the workers (gathered at the halt, after one);
+        None when they no longer hold them all."""
         if self.halted:
             return self.kept
         pool = self.pool
@@ -897,7 +877,7 @@ class SharedLevels:
         for giver, taker, _ in moves:
             pool.relay(giver, taker, tick.stop)
         self.handing_over = False
-        return Level(fps[won], parents[won], actions[won], WorkerShares(self), best, goal_best)
+        return Level(fps[won], parents[won], actions[won], self, best, goal_best)
 
 
 def explore(model: Any, workers: int, max_states: int | None = None, progress: ProgressFn | None = None,

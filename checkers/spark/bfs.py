@@ -48,6 +48,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 from kcm.checkers.explore import stored_states
+from kcm.checkers.explore.batches import batched
 from kcm.checkers.explore.checkpoint import Checkpointer, Snapshot
 from kcm.checkers.explore.codec import CODEC
 from kcm.checkers.explore.level_loop import (
@@ -310,7 +311,7 @@ class _Search:
         self.pieces.append(self.checkpointed(self._frame([got.fps, got.parents, got.aidxs], VISITED)))
         del got
         pieces = [self.checkpointed(self.spark.createDataFrame(_table(list(zip(*batch, strict=True)), FRONTIER)))
-                  for batch in _batched(rows, RESUME_PIECE)]
+                  for batch in batched(rows, RESUME_PIECE)]
         names = tuple(f.strip().split()[0] for f in FRONTIER.split(","))
         frontier = self.checkpointed(_union(pieces, names).repartition(self.parts, "fp"))
         for piece in pieces:
@@ -745,18 +746,6 @@ def _table(columns: list[Any], schema: str) -> Any:
     if not columns:
         columns = [() for _ in fields]
     return pa.table({name: pa.array(col, types[kind]) for (name, kind), col in zip(fields, columns, strict=True)})
-
-
-def _batched(rows: Iterator[tuple], size: int) -> Iterator[list[tuple]]:
-    """The rows in lists of `size` (the last one shorter)."""
-    batch: list[tuple] = []
-    for row in rows:
-        batch.append(row)
-        if len(batch) == size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
 
 
 def _union(pieces: list[Any], columns: tuple[str, ...] = ("fp", "parent", "aidx")) -> Any:
