@@ -76,10 +76,12 @@ def config_file(name_or_path: str) -> Path:
 
 
 def _is_path(name_or_path: str) -> bool:
-    """Whether a config argument names a file rather than a shipped config: a `.json` name, or anything there but
-    a folder (a folder called `large` where kcm runs does not hide the shipped `large`)."""
+    """Whether a config argument names a file rather than a shipped config: a `.json` name, or anything there
+    but a folder called by a bare name (a folder `large` where kcm runs does not hide the shipped `large`; `./large`
+    is that folder, refused as one)."""
     path = Path(name_or_path)
-    return path.suffix == ".json" or not name_or_path or (path.exists() and not path.is_dir())
+    bare = path.name == name_or_path
+    return path.suffix == ".json" or not name_or_path or (path.exists() and not (bare and path.is_dir()))
 
 
 def load_config(name_or_path: str) -> dict[str, Any]:
