@@ -196,9 +196,10 @@ def test_a_big_first_frontier_is_handed_to_encoded_shares_a_chunk_at_a_time(monk
     assert sum(handed) == 50 and len(handed) <= 50 // 8 + 2 and max(handed) == 8
 
 
-def test_a_stop_while_the_workers_judge_their_winners_gives_the_level_up(monkeypatch, tmp_path, capfd):
-    # Judging a level's winners (merging its runs) takes a while on a big level: a stop asked for then is acted on
-    # at once, the level given up and the checkpoint of the last whole level written, as during an expansion.
+def _stop_after_the_fourth_expansion(monkeypatch, tmp_path, ask) -> tuple:
+    """`unclean` on two workers with runs on disk, `ask(stop)` called once the 4th level's expansion is done (its
+    winners are then to be judged and handed over): the model, the whole run, the cut one, its checkpoint and the
+    stop request."""
     from kcm.checkers.explore import checkpoint
     from kcm.checkers.explore.stopping import StopRequest
 
@@ -213,22 +214,47 @@ def test_a_stop_while_the_workers_judge_their_winners_gives_the_level_up(monkeyp
     def expand_then_stop(self, *args, **kwargs):
         reports = real(self, *args, **kwargs)
         expanded.append(1)
-        if len(expanded) == 4:  # the 4th level's expansion is done: its winners are to be judged
-            stop.request("a test")
+        if len(expanded) == 4:
+            ask(stop)
         return reports
 
     monkeypatch.setattr(workers._Pool, "expand", expand_then_stop)
     ckpt = tmp_path / "w.ckpt"
     cut = workers.explore(model, 2, checkpoint=checkpoint.Checkpointer(ckpt, 0, identity), stop=stop, spill=6,
                           run_size=4)
-    assert stop.acted and not cut.complete
-    assert len(expanded) == 4 and cut.depth == 3  # the 4th level was given up, not recorded
-    assert cut.distinct_states == whole.distinct_states - sum(n for n, _ in whole.levels[3:])
-    assert "Traceback" not in capfd.readouterr().err  # the workers stopped in the middle ended quietly
-    # The workers had let go of the level's states for their winners: the checkpoint has none, and is replayed.
-    assert "states.data" not in checkpoint.load(ckpt, identity).arrays
     monkeypatch.setattr(workers._Pool, "expand", real)
-    _same(workers.explore(model, 2, resume=checkpoint.load(ckpt, identity), spill=6, run_size=4), whole)
+    assert stop.acted and not cut.complete and len(expanded) == 4
+    return model, whole, cut, checkpoint.load(ckpt, identity), stop
+
+
+def test_a_signal_while_the_workers_judge_their_winners_keeps_the_level_and_stores_its_states(monkeypatch, tmp_path,
+                                                                                               capfd):
+    # The winners' judging and hand-over is about a tenth of a level: a signal's stop waits for it, so the level
+    # is kept and the checkpoint stores its states (before, the level was given up and the file replayed).
+    model, whole, cut, snapshot, _ = _stop_after_the_fourth_expansion(
+        monkeypatch, tmp_path, lambda stop: stop.request("SIGTERM received"))
+    assert cut.depth == 4  # the 4th level was recorded
+    assert cut.distinct_states == whole.distinct_states - sum(n for n, _ in whole.levels[4:])
+    assert "Traceback" not in capfd.readouterr().err
+    assert "states.data" in snapshot.arrays
+    _no_replay(monkeypatch)
+    _same(workers.explore(model, 2, resume=snapshot, spill=6, run_size=4), whole)
+
+
+def test_the_memory_limit_while_the_workers_judge_their_winners_gives_the_level_up(monkeypatch, tmp_path, capfd):
+    # Past --max-memory nothing waits: the level is given up at once and the checkpoint of the last whole level
+    # written, without states (the workers had let go of them for their winners), so its resume replays.
+    def over_memory(stop) -> None:
+        stop.max_memory = 1 << 20  # no process is that small: the next reading passes it
+        stop._next = 0.0
+
+    model, whole, cut, snapshot, stop = _stop_after_the_fourth_expansion(monkeypatch, tmp_path, over_memory)
+    assert stop.over_memory and "--max-memory" in stop.reason
+    assert cut.depth == 3  # the 4th level was given up, not recorded
+    assert cut.distinct_states == whole.distinct_states - sum(n for n, _ in whole.levels[3:])
+    assert "Traceback" not in capfd.readouterr().err
+    assert "states.data" not in snapshot.arrays
+    _same(workers.explore(model, 2, resume=snapshot, spill=6, run_size=4), whole)
 
 
 # `default`: the signal comes at the first level a worker writes runs for, with most of the search still ahead.

@@ -163,6 +163,7 @@ class StopRequest:
         self.every = every
         self.peak = 0  # the most memory seen by a reading
         self.acted = False  # an engine cut its search short for this request (and wrote its checkpoint)
+        self.over_memory = False  # the reason is the memory limit (a step that finishes for a signal gives up)
         self.armed = False  # inside the search: a signal sets the flag; outside it raises Interrupted
         self._next = 0.0
         self._next_exact = 0.0
@@ -184,10 +185,15 @@ class StopRequest:
                     cost = time.monotonic() - now
                     self._next_exact = now + max(self.every, 20 * cost)
                     if used > self.max_memory:
+                        self.over_memory = self.reason is None
                         self.request(f"memory in use {show_size(used)} passed --max-memory "
                                      f"{show_size(self.max_memory)}")
                 self.peak = max(self.peak, used)
         return self.reason is not None
+
+    def memory_only(self) -> MemoryOnly:
+        """This request as a step polls it that is finished for a signal but given up for the memory limit."""
+        return MemoryOnly(self)
 
     @contextmanager
     def search(self) -> Iterator[None]:
@@ -209,6 +215,18 @@ class StopRequest:
         if not self.armed:
             raise Interrupted(f"{name} received")
         _say(f"kcm explore: {name} received: stopping at the next safe point, writing the checkpoint\n")
+
+
+class MemoryOnly:
+    """A stop request seen only when it is the memory limit's: polled by a step short enough to finish when a
+    signal asks for a stop, whose result the checkpoint then keeps (`workers.SharedLevels.expand`)."""
+
+    def __init__(self, stop: StopRequest) -> None:
+        self.stop = stop
+
+    def poll(self) -> bool:
+        """Whether the memory limit asks to stop now (the memory is read as `StopRequest.poll` reads it)."""
+        return self.stop.poll() and self.stop.over_memory
 
 
 def _say(text: str) -> None:

@@ -51,7 +51,7 @@ from kcm.checkers.explore.collector import no_collections
 from kcm.checkers.explore.frontier import CHUNK, MEMO, SPILL, Frontier
 from kcm.checkers.explore.level_loop import Level, ProgressFn, Stopped, Tick, least, run, unreached
 from kcm.checkers.explore.runs import RUN, LevelRuns
-from kcm.checkers.explore.stopping import StopRequest, ignore_signals
+from kcm.checkers.explore.stopping import MemoryOnly, StopRequest, ignore_signals
 from kcm.checkers.explore.verdicts import Exploration, indexed_successors, state_checks, step_checks
 from kcm.checkers.explore.visited import FP, Visited
 from kcm.model.interface import STATE_KINDS, STEP_KINDS
@@ -581,7 +581,7 @@ class _Pool:
         proc.join(timeout=5)  # its sentinel fires as it exits, a moment before it can be waited for
         return RuntimeError(f"worker process {proc.pid} died (exit {proc.exitcode})")
 
-    def _ready(self, w: int, stop: StopRequest | None = None) -> None:
+    def _ready(self, w: int, stop: StopRequest | MemoryOnly | None = None) -> None:
         """Wait until worker w has written something (RuntimeError if it died first, Stopped if `stop` asks for
         it meanwhile)."""
         conn, proc = self.conns[w], self.procs[w]
@@ -595,7 +595,7 @@ class _Pool:
             if ready and conn not in ready:
                 raise self._died(w)
 
-    def recv(self, w: int, stop: StopRequest | None = None) -> Any:
+    def recv(self, w: int, stop: StopRequest | MemoryOnly | None = None) -> Any:
         """Worker w's next message (Stopped if `stop` asks for it before one comes)."""
         self._ready(w, stop)
         try:
@@ -673,7 +673,7 @@ class _Pool:
                     idle = []
         return reports
 
-    def relay(self, giver: int, taker: int, stop: StopRequest | None = None) -> None:
+    def relay(self, giver: int, taker: int, stop: StopRequest | MemoryOnly | None = None) -> None:
         """Pass one batch of pickled states from one worker to another, as bytes (never unpickled here; Stopped
         if `stop` asks for it before the batch comes)."""
         self._ready(giver, stop)
@@ -772,8 +772,8 @@ class SharedLevels:
         self.keep_at_halt = keep_at_halt
         self.kept: dict[str, np.ndarray] | None = None
         self.halted = False
-        # While the workers take their winners as their next shares, the level's own states are let go of: a stop
-        # then writes its checkpoint without states (a resume replays them).
+        # While the workers take their winners as their next shares, the level's own states are let go of: the
+        # memory limit's stop then writes its checkpoint without states (a resume replays them).
         self.handing_over = False
         # Each worker keeps its share encoded past its part of the local engine's threshold (frontier.py), and
         # its level in work past as many candidates on disk, in runs of its part of the local engine's run size.
@@ -860,22 +860,23 @@ class SharedLevels:
         counts = [int(np.count_nonzero(who[won] == w)) for w in range(self.workers)]
         moves = plan_moves(counts)
         self.handing_over = True
+        # The workers now judge their winners and hand states over: about a tenth of the level's time (7-10% on
+        # `default`'s big levels). A signal's stop waits for it, so that the level is kept and its checkpoint
+        # stores the states; the memory limit's does not (the level is given up, and the checkpoint replayed).
+        urgent = tick.stop.memory_only() if tick.stop is not None else None
         for w in range(self.workers):
             mine = np.flatnonzero(who[won] == w)
             pool.send(w, ("winners", index[won][mine], mine, found.reached,
                           [c for g, _, c in moves if g == w], sum(1 for _, t, _ in moves if t == w)))
-        # The workers judge their winners and hand states over: on a big level with its runs on disk that takes a
-        # while, so a stop request is looked at meanwhile too (Stopped: the level is given up, as during its
-        # expansion; the workers in the middle of it are stopped by `halt`).
         for w in range(self.workers):
-            _, state_best, reached, goals = pool.recv(w, tick.stop)
+            _, state_best, reached, goals = pool.recv(w, urgent)  # Stopped: the workers are stopped by `halt`
             found.reached.update(reached)
             for name, key in goals.items():
                 least(goal_best, (name,), key)
             for name, key in state_best.items():
                 least(best, (name,), key)
         for giver, taker, _ in moves:
-            pool.relay(giver, taker, tick.stop)
+            pool.relay(giver, taker, urgent)
         self.handing_over = False
         return Level(fps[won], parents[won], actions[won], self, best, goal_best)
 
