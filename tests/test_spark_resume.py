@@ -90,18 +90,25 @@ def test_a_checkpoint_of_either_engine_resumes_on_the_other_to_the_same_results(
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("host_below", [0, 100_000])  # the frontier in Spark; in the driver
-def test_a_spark_checkpoint_stores_the_frontier_and_the_levels_and_resumes_without_replaying(spark, tmp_path,
-                                                                                            monkeypatch, host_below):
-    from kcm.checkers.explore import level_loop
+# The frontier in Spark, in the driver; files of the other engines.
+@pytest.mark.parametrize("host_below, writer", [(0, "spark"), (100_000, "spark"), (0, "local"), (0, "workers")])
+def test_a_checkpoint_with_the_frontier_and_the_levels_resumes_on_spark_without_replaying(spark, tmp_path,
+                                                                                         monkeypatch, host_below,
+                                                                                         writer):
+    from kcm.checkers.explore import level_loop, workers
     from kcm.checkers.spark import bfs as spark_bfs
 
     model = BoundedSystem(load_config("unclean"))
     identity = checkpoint.config_identity(model.cfg)
     whole = bfs.explore(model)
     ckpt = tmp_path / "unclean.ckpt"
-    spark_bfs.explore(model, spark, max_states=whole.distinct_states // 3, host_below=host_below,
-                      checkpoint=checkpoint.Checkpointer(ckpt, 0, identity, engine="spark"))
+    keep = checkpoint.Checkpointer(ckpt, 0, identity, engine="spark" if writer == "spark" else "local")
+    if writer == "spark":
+        spark_bfs.explore(model, spark, max_states=whole.distinct_states // 3, host_below=host_below, checkpoint=keep)
+    elif writer == "local":
+        bfs.explore(model, max_states=whole.distinct_states // 3, checkpoint=keep)
+    else:
+        workers.explore(model, 2, max_states=whole.distinct_states // 3, checkpoint=keep)
     snap = checkpoint.load(ckpt, identity)
     assert {"states.data", "states.ends", "levels"} <= snap.arrays.keys()
     assert np.bincount(snap.arrays["levels"]).tolist() == snap.meta["sizes"]

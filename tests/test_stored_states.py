@@ -187,3 +187,72 @@ def test_a_stored_state_is_data_a_crafted_record_type_cannot_name_code(tmp_path,
     for chunk in crafted:
         _rewrite(ckpt, lambda a, c=chunk: a.update(_arrays([c])))
         assert "stored frontier states" in _refused(["--config", "tiny", "--resume", str(ckpt)], capsys)
+
+
+def _levels_of(model, snap) -> np.ndarray:
+    """Each visited fingerprint's level, as a replay of the file's parent links finds them."""
+    from kcm.checkers.explore.visited import Visited, replay_levels
+
+    visited = Visited.from_arrays(snap.arrays)
+    levels = np.full(visited.seen.size, 255, dtype=np.uint8)
+    replay_levels(model, visited, on_fingerprints=lambda level, fps: levels.__setitem__(
+        np.searchsorted(visited.seen, fps), level))
+    return levels
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_stored_checkpoint_of_the_local_engines_keeps_each_visited_states_level(tmp_path, capsys, workers):
+    # With the states, each visited fingerprint's level (what the Spark engine needs to resume without a replay):
+    # the one-process engine and `--workers` keep them beside the visited set as the search runs.
+    ckpt = tmp_path / "c.ckpt"
+    assert main(["explore", "--config", "controller", "--quiet", "--max-states", "3000", "--checkpoint", str(ckpt),
+                 "--checkpoint-every", "0", "--workers", workers]) == 3
+    capsys.readouterr()
+    model = BoundedSystem(load_config("controller"))
+    snap = checkpoint.load(ckpt, checkpoint.config_identity(model.cfg))
+    assert {"states.ends", "levels"} <= snap.arrays.keys() and snap.arrays["levels"].dtype == np.uint8
+    assert np.array_equal(snap.arrays["levels"], _levels_of(model, snap))
+
+
+def test_a_resume_keeps_the_levels_for_its_next_checkpoint_whether_it_replays_or_decodes(tmp_path, capsys,
+                                                                                        monkeypatch):
+    # A file without states is replayed, and the replay finds each level's fingerprints: the resumed run's stop
+    # stores them. A file with states and levels passes its levels on, checked, to the next stop's file.
+    from kcm.checkers.explore import bfs
+    from kcm.checkers.explore.stopping import StopRequest
+
+    model = BoundedSystem(load_config("controller"))
+    identity = checkpoint.config_identity(model.cfg)
+    monkeypatch.setattr(level_loop, "STORE_BELOW", 10)  # the periodic checkpoints store no states
+    source = _partial(tmp_path, capsys, states=2000)
+    assert "states.ends" not in checkpoint.load(source, identity).arrays
+    real = level_loop.LocalBooks.add
+    for n in range(2):
+        stop, added = StopRequest(), []
+
+        def add(self, level, stop=stop, added=added):
+            real(self, level)
+            added.append(1)
+            if len(added) == 2:  # two levels after the resumed one: stop there
+                stop.request("a test")
+
+        monkeypatch.setattr(level_loop.LocalBooks, "add", add)
+        nxt = tmp_path / f"stop-{n}.ckpt"
+        cut = bfs.explore(model, resume=checkpoint.load(source, identity), stop=stop,
+                          checkpoint=checkpoint.Checkpointer(nxt, 1e9, identity))
+        assert stop.acted and not cut.complete
+        snap = checkpoint.load(nxt, identity)
+        assert "states.ends" in snap.arrays and np.array_equal(snap.arrays["levels"], _levels_of(model, snap))
+        source = nxt
+
+
+def test_levels_that_do_not_fit_are_refused_by_the_local_engine_too(tmp_path, capsys):
+    ckpt = _partial(tmp_path, capsys)
+
+    def moved(arrays):
+        levels = arrays["levels"].copy()
+        levels[np.flatnonzero(levels == 1)[0]] = 2
+        arrays["levels"] = levels
+
+    _rewrite(ckpt, moved)
+    assert "levels" in _refused(["--config", "controller", "--resume", str(ckpt)], capsys)

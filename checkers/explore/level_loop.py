@@ -174,11 +174,25 @@ class LocalBooks:
         """The visited arrays and the frontier's fingerprints (and its states, when given: a frontier whose
         states live elsewhere gives them as stored arrays, `stored`)."""
         maker = None if states is None else getattr(states, "stored", None) or (lambda: stored_states.pack(states))
+        levels = self.visited.levels
+        if maker is not None and levels is not None:
+            maker = with_levels(maker, levels)
         checkpoint.write(self.visited, self.frontier_fps, meta(witnesses), maker)
 
     def nbytes(self) -> int:
         """The visited set's arrays."""
         return self.visited.nbytes()
+
+
+def with_levels(pack: Callable[[], dict[str, np.ndarray] | None],
+                levels: np.ndarray) -> Callable[[], dict[str, np.ndarray] | None]:
+    """A maker of a checkpoint's stored states that also stores each visited state's level: with both, the Spark
+    engine (parent links by fingerprint) resumes the file without a replay."""
+    def packed() -> dict[str, np.ndarray] | None:
+        stored = pack()
+        return None if stored is None else {**stored, "levels": levels}
+
+    return packed
 
 
 def run(model: Any, found: Exploration, levels: Levels, max_states: int | None = None,
@@ -461,26 +475,35 @@ def resume_frontier(model: Any, snapshot: Snapshot,
             if want.size != visited.parents[-1].size or bool(np.any(want[1:] <= want[:-1])) \
                     or bool(visited.unseen(want).any()):
                 raise BadCheckpoint(f"{snapshot.path}: the saved frontier is not the last level of the visited set")
-            by_level = None if on_fingerprints is None else level_fingerprints(model, visited, snapshot, want)
+            # The levels, where the file keeps them, are checked whoever reads them: the next checkpoint keeps
+            # them too (`LocalBooks.write`).
+            by_level = level_fingerprints(model, visited, snapshot, want) if "levels" in snapshot.arrays else None
             sampled_paths(model, visited, want, by_level)
-            for level, fps in enumerate(by_level or ()):
-                on_fingerprints(level, fps)
+            if by_level is not None:
+                visited.set_levels(by_level)
+                for level, fps in enumerate(by_level if on_fingerprints is not None else ()):
+                    on_fingerprints(level, fps)
             return visited, want.tolist(), stored_frontier(model, snapshot, want)
-        last: list[np.ndarray] = []
+        every: list[np.ndarray] = []
 
         def keep(level: int, fps: np.ndarray) -> None:
-            last[:] = [fps]
+            every.append(fps)
             if on_fingerprints is not None:
                 on_fingerprints(level, fps)
 
         states = replay_levels(model, visited, on_fingerprints=keep)
+        fps = every[-1]
+        if fps.size != want.size or not np.array_equal(fps, want):
+            raise BadCheckpoint(f"{snapshot.path}: the saved frontier is not the last level of the visited set")
+        try:
+            visited.set_levels(every)  # every replayed state is a visited one, in one level
+        except ValueError as err:
+            raise BadCheckpoint(f"{snapshot.path}: the replayed levels are not the visited fingerprints ({err})") \
+                from None
     except BadCheckpoint:
         raise
     except (IndexError, ValueError, RuntimeError) as err:
         raise BadCheckpoint(f"{snapshot.path}: the parent links do not replay ({err})") from None
-    fps = last[0]
-    if fps.size != want.size or not np.array_equal(fps, want):
-        raise BadCheckpoint(f"{snapshot.path}: the saved frontier is not the last level of the visited set")
     return visited, want.tolist(), states
 
 
