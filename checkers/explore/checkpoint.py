@@ -12,7 +12,8 @@ or does not hang together is refused (BadCheckpoint), never resumed.
 
 A write goes to a temporary file beside the target (fsync), which is then renamed over it (and the folder
 synced): a reader sees the old checkpoint or the whole new one. A temporary file left by a run killed during a
-write is removed when the next run on the same path starts.
+write is removed when the next run on the same path starts; one run at a time writes a path
+(`checkpoint_lock.py`).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from kcm.checkers.explore import stored_states
+from kcm.checkers.explore import checkpoint_lock, stored_states
 
 # Parent links hold positions in model.actions(state), so a checkpoint is read only by the release that wrote it.
 FORMAT = "kcm-explore-checkpoint/4"  # 4: header + npz body, no pickle; frontier rebuilt by replay
@@ -82,7 +83,22 @@ class Checkpointer:
         self.engine = engine
         self.last = time.monotonic()
         self.written = 0
+        # The file is this run's alone (checkpoint_lock.CheckpointBusy otherwise) before its leftovers are cleared:
+        # another run's write in progress is not a leftover.
+        self.held = False
+        self.hold()
         clean_temporaries(self.path)
+
+    def hold(self) -> None:
+        """Take the file's lock again for another search (CheckpointBusy if another process writes it now)."""
+        if not self.held:
+            self.held = checkpoint_lock.hold(self.path)
+
+    def close(self) -> None:
+        """The search that writes the file has ended: let another run write it."""
+        if self.held:
+            self.held = False
+            checkpoint_lock.release(self.path)
 
     def due(self) -> bool:
         """Whether a level boundary now should write a checkpoint."""

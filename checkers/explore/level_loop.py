@@ -209,7 +209,21 @@ def run(model: Any, found: Exploration, levels: Levels, max_states: int | None =
     A lazy engine (`Lazy`) may leave a new frontier uncounted (its size None) until its expansion, a checkpoint,
     a bound or the end needs the number; it judges a frontier's own states when it expands it, so the loop has it
     judge them before a checkpoint and at an early end. Its progress names the last level counted, once each.
+    The checkpoint's file is this search's alone while it runs (`checkpoint_lock.py`).
     """
+    if checkpoint is None:
+        return _run(model, found, levels, max_states, progress, None, resume, progress_every, stop_at, stop)
+    checkpoint.hold()
+    try:
+        return _run(model, found, levels, max_states, progress, checkpoint, resume, progress_every, stop_at, stop)
+    finally:
+        checkpoint.close()
+
+
+def _run(model: Any, found: Exploration, levels: Levels, max_states: int | None, progress: ProgressFn | None,
+         checkpoint: Checkpointer | None, resume: Snapshot | None, progress_every: float,
+         stop_at: Collection[str] | None, stop: StopRequest | None) -> Exploration:
+    """`run`, its checkpoint's file held."""
     start = time.perf_counter()
     lazy: Any = levels if getattr(levels, "LAZY", False) else None
     with rebuilding(stop, resume.path if resume is not None else None):

@@ -176,8 +176,8 @@ def _options(args: argparse.Namespace, model: BoundedSystem, mine: list[Any], ch
     if args.checkpoint is not None:
         checkpointer = checkpoint.Checkpointer(args.checkpoint, args.checkpoint_every, identity, engine=args.engine)
     elif args.walks is None:  # written only if the run is stopped (see --max-memory)
-        checkpointer = checkpoint.Checkpointer(default_checkpoint(model.cfg.get("name", args.config)), math.inf,
-                                               identity, engine=args.engine)
+        checkpointer = _default_checkpointer(default_checkpoint(model.cfg.get("name", args.config)), identity,
+                                             args.engine)
     resume = checkpoint.load(args.resume, identity) if args.resume is not None else None
     if resume is not None and not args.quiet:
         print(resume_note(resume, by_level=args.engine == "spark"), file=sys.stderr, flush=True)
@@ -368,6 +368,21 @@ def _size(text: str) -> int:
         return stopping.parse_size(text)
     except ValueError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def _default_checkpointer(path: str, identity: str, engine: str) -> Any:
+    """The writer of a stop's checkpoint at `path`, or, while another run of the same config in this folder holds
+    that file, at the first free one of `-2` to `-9` before `.ckpt` (the stop's message names the file)."""
+    from kcm.checkers.explore import checkpoint
+    from kcm.checkers.explore.checkpoint_lock import CheckpointBusy
+
+    stem = path.removesuffix(".ckpt")
+    for name in [path] + [f"{stem}-{n}.ckpt" for n in range(2, 10)]:
+        try:
+            return checkpoint.Checkpointer(name, math.inf, identity, engine=engine)
+        except CheckpointBusy as err:
+            busy = err
+    raise busy
 
 
 def default_checkpoint(config: str) -> str:
