@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 from kcm.checkers.explore import checkpoint
 from kcm.checkers.explore.checkpoint_lock import lock_path
@@ -16,6 +17,7 @@ from kcm.commands import explore
 
 HOLDER = """
 import sys
+from pathlib import Path
 from kcm.checkers.explore.checkpoint import Checkpointer
 Checkpointer(sys.argv[1], 0, "any")
 print("held", flush=True)
@@ -77,3 +79,31 @@ def test_without_checkpoint_a_run_beside_another_of_the_same_config_takes_the_ne
         assert str(checkpoint.Checkpointer("kcm-explore-tiny-2.ckpt", 0, "any").path) == "kcm-explore-tiny-2.ckpt"
     finally:
         holder.communicate("\n", timeout=60)
+
+
+def test_a_checkpoint_never_replaces_a_folder_a_device_or_another_file(tmp_path, capsys, monkeypatch):
+    # A write renames a new file over the old one: over /dev/null, as root, that would replace the device for
+    # every process (a FIFO stands for it here); over a config given by a slip, the config would be lost.
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    config = tmp_path / "mine.json"
+    config.write_text('{"name": "tiny"}')
+    for path, why in ((fifo, "not a regular file"), (tmp_path, "a folder"),
+                      (config, "not a kcm explore checkpoint")):
+        code, err = _explore(path, capsys)
+        assert code == 2 and err.count("\n") == 1 and why in err and str(path) in err, err
+    assert config.read_text() == '{"name": "tiny"}' and fifo.is_fifo()
+    assert not list(tmp_path.glob(".*"))  # no lock file, no temporary file made on the way
+    # An empty file, a checkpoint of this kcm or of an older format is replaced.
+    empty, old = tmp_path / "empty.ckpt", tmp_path / "old.ckpt"
+    empty.touch()
+    old.write_bytes(b'{"format": "kcm-explore-checkpoint/3", "kcm": "0.1"}\nbody')
+    for path in (empty, old):
+        code, err = _explore(path, capsys)
+        assert code == 0, err
+        assert checkpoint.load(path, checkpoint.config_identity(explore.load_config("tiny"))).meta["depth"] >= 1
+    # Without --checkpoint, a stray file with the default name is passed by, as a busy one is.
+    monkeypatch.chdir(tmp_path)
+    Path(explore.default_checkpoint("tiny")).write_text("notes")
+    assert str(explore._default_checkpointer(explore.default_checkpoint("tiny"), "any", "local").path) == \
+        "kcm-explore-tiny-2.ckpt"

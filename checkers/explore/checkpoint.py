@@ -23,6 +23,7 @@ import io
 import json
 import math
 import os
+import stat
 import tempfile
 import time
 import zipfile
@@ -77,6 +78,8 @@ class Checkpointer:
     def __init__(self, path: str | Path, every: float, identity: str, engine: str = "local") -> None:
         if not str(path):
             raise BadCheckpoint("--checkpoint: an empty file name")
+        if why := unfit_target(Path(path)):
+            raise BadCheckpoint(f"--checkpoint {path}: {why}")
         self.path = Path(path)
         self.every = every
         self.identity = identity
@@ -128,6 +131,34 @@ class Checkpointer:
         head = {"format": FORMAT, "kcm": kcm_version(), "engine": self.engine, "config": self.identity,
                 "body_bytes": len(body), "body_sha256": hashlib.sha256(body).hexdigest()}
         return json.dumps(head, sort_keys=True).encode() + b"\n"
+
+
+def unfit_target(path: Path) -> str | None:
+    """Why a checkpoint may not be written at `path` (None: it may). A write renames a new file over the old one,
+    so only a checkpoint, an empty file or no file is replaced: never a folder, a device such as /dev/null (which
+    the rename would replace by a regular file, for every process, when run as root) or another file (a config
+    given as --checkpoint by a slip)."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        return f"cannot be looked at ({err.strerror or err.__class__.__name__})"
+    if stat.S_ISDIR(info.st_mode):
+        return "a folder, not a checkpoint file"
+    if not stat.S_ISREG(info.st_mode):
+        return "not a regular file (a checkpoint replaces its file by a new one); give a file name"
+    if info.st_size == 0:
+        return None
+    try:
+        with open(path, "rb") as inp:
+            line = inp.readline(MAX_HEADER + 1)
+        head = json.loads(line.decode("ascii"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        head = None
+    if isinstance(head, dict) and str(head.get("format", "")).startswith(FORMAT.split("/")[0] + "/"):
+        return None
+    return "a file that is not a kcm explore checkpoint, which the checkpoint would replace; give another name"
 
 
 def clean_temporaries(path: Path) -> None:

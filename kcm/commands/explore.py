@@ -372,7 +372,8 @@ def _size(text: str) -> int:
 
 def _default_checkpointer(path: str, identity: str, engine: str) -> Any:
     """The writer of a stop's checkpoint at `path`, or, while another run of the same config in this folder holds
-    that file, at the first free one of `-2` to `-9` before `.ckpt` (the stop's message names the file)."""
+    that file (or something else has its name), at the first free one of `-2` to `-9` before `.ckpt` (the stop's
+    message names the file)."""
     from kcm.checkers.explore import checkpoint
     from kcm.checkers.explore.checkpoint_lock import CheckpointBusy
 
@@ -380,9 +381,9 @@ def _default_checkpointer(path: str, identity: str, engine: str) -> Any:
     for name in [path] + [f"{stem}-{n}.ckpt" for n in range(2, 10)]:
         try:
             return checkpoint.Checkpointer(name, math.inf, identity, engine=engine)
-        except CheckpointBusy as err:
-            busy = err
-    raise busy
+        except (CheckpointBusy, checkpoint.BadCheckpoint) as err:
+            taken = err
+    raise taken
 
 
 def default_checkpoint(config: str) -> str:
