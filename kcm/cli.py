@@ -11,7 +11,7 @@ import importlib
 import sys
 from typing import NoReturn
 
-from kcm import DISTRIBUTION, __version__
+from kcm import DISTRIBUTION, __version__, flags
 
 # name -> (module under kcm.commands, one-line help). Each module defines add_arguments(parser) and main(args).
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -83,6 +83,9 @@ def main(argv: list[str] | None = None) -> int:
             return exc.code if isinstance(exc.code, int) else 2
         if not getattr(args, "_main", None):
             parser.print_help()
+            return 2
+        if why := flags.unwritable(args):
+            print(f"kcm {command}: {why}", file=sys.stderr)
             return 2
         return int(args._main(args) or 0)
     except ModuleNotFoundError as err:

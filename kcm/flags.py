@@ -1,4 +1,5 @@
-"""Argument types for the command line: whole numbers and seconds within declared ranges.
+"""Argument types for the command line: whole numbers and seconds within declared ranges, and the checks of the
+files and folders a command writes, made before its work.
 
 argparse calls these on the flag's text; a value outside the range is an argparse error (exit 2, one message
 naming the flag), so no command ever starts with a NaN, an infinite timer or a count no run could reach.
@@ -55,6 +56,39 @@ def prepare_folder(path: str) -> str | None:
     except OSError as err:
         return err.strerror or err.__class__.__name__
     return None if os.access(path, os.W_OK | os.X_OK) else "not a writable folder"
+
+
+# The flags that name a file a command writes once its work is done (each command's own, --junit-xml, --sarif and
+# --markdown of `checkers/reports/ci_formats.py`), by their argparse names: checked before the work (`unwritable`).
+OUTPUT_FILES = ("html", "markdown", "junit_xml", "sarif", "output", "emit_trace")
+
+
+def unwritable_file(path: str) -> str | None:
+    """Why an output file cannot be written (None: it can), found before any work is done: a file asked for after
+    an hour's exploration was refused only then, and the summary with it."""
+    if not path:
+        return "an empty file name"
+    target = Path(path)
+    try:
+        if target.is_dir():
+            return "a folder, not a file"
+        if target.exists():
+            return None if os.access(target, os.W_OK) else "not writable"
+        folder = target.parent
+        if not folder.is_dir():
+            return f"no folder {folder} to write it in"
+        return None if os.access(folder, os.W_OK | os.X_OK) else f"the folder {folder} is not writable"
+    except OSError as err:
+        return err.strerror or err.__class__.__name__
+
+
+def unwritable(args: argparse.Namespace) -> str | None:
+    """The first output file flag of `args` whose file cannot be written, and why (`--html X: ...`), or None."""
+    for name in OUTPUT_FILES:
+        value = getattr(args, name, None)
+        if isinstance(value, str) and (why := unwritable_file(value)):
+            return f"--{name.replace('_', '-')} {value}: {why}"
+    return None
 
 
 # Ranges of the counting flags (documented in docs/robustness.md).
