@@ -11,6 +11,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
+# One set-up at a time in a checkout: two at once (the Quick start's two commands started side by side) made the
+# venv twice over, and the second one's pip ran in the first one's half-made venv ("No module named pip"). The
+# second waits, then finds what the first installed. flock(1) is util-linux's; without it, no waiting.
+if command -v flock >/dev/null 2>&1; then
+  mkdir -p build
+  exec 9>build/.setup.lock
+  if ! flock -n 9; then
+    echo "setup: another set-up is running in this checkout; waiting for it to end ..." >&2
+    flock 9
+  fi
+fi
 mode=all
 case "${1:-}" in
   --main) mode=main ;;
