@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from kcm.checkers.core.bounded import BoundedSystem, load_config
 from kcm.checkers.explore import bfs, checkpoint
+from kcm.checkers.explore.stopping import StopRequest
 from kcm.checkers.spark.checkpoint import NO_PARENT, Links, as_longs
 
 IN_CI = bool(os.environ.get("CI"))
@@ -244,3 +245,43 @@ def test_a_spark_run_killed_during_a_checkpoint_write_resumes_from_the_last_whol
     assert not stale[0].exists()
     b = _summary(["--config", "controller"])
     assert {k: a[k] for k in KEYS} == {k: b[k] for k in KEYS}
+
+
+@pytest.mark.spark
+def test_a_checkpoint_that_stores_the_frontier_judges_it_on_the_storing_pass(spark, tmp_path, monkeypatch):
+    # Judging the frontier and encoding its states for the checkpoint were two passes over it, each decoding
+    # every state (on `large`, decoding is the dearest part of a stop): one pass does both now.
+    from kcm.checkers.spark import bfs as spark_bfs
+
+    model = BoundedSystem(load_config("unclean"))
+    identity = checkpoint.config_identity(model.cfg)
+    whole = bfs.explore(model)
+    real_mapped, real_encode = spark_bfs._Search.mapped, spark_bfs._Search.encode
+    passes: list[int | None] = []
+
+    def mapped(self, frontier, level, successors=True):
+        assert successors, "the frontier was judged on a pass of its own"
+        return real_mapped(self, frontier, level, successors)
+
+    def encode(self, frontier, key):
+        passes.append(key)
+        return real_encode(self, frontier, key)
+
+    stop, real_add = StopRequest(), spark_bfs._Search.add
+
+    def add(self, level):
+        real_add(self, level)
+        if self.depth == 5:
+            stop.request("a test")  # a stop's checkpoint after the periodic ones
+
+    monkeypatch.setattr(spark_bfs._Search, "mapped", mapped)
+    monkeypatch.setattr(spark_bfs._Search, "encode", encode)
+    monkeypatch.setattr(spark_bfs._Search, "add", add)
+    ckpt = tmp_path / "unclean.ckpt"
+    found = spark_bfs.explore(model, spark, host_below=0, stop=stop,
+                              checkpoint=checkpoint.Checkpointer(ckpt, 0, identity, engine="spark"))
+    assert stop.acted and len(passes) >= 2 and None not in passes  # each checkpoint judged on its storing pass
+    snap = checkpoint.load(ckpt, identity)
+    assert "states.ends" in snap.arrays and snap.meta["depth"] == found.depth
+    # The frontier's own verdicts are in the file: the local engine resumes it to the whole run's results.
+    assert _key(bfs.explore(model, resume=snap)) == _key(whole)

@@ -27,7 +27,7 @@ from kcm.checkers.explore.checkpoint import BadCheckpoint, Checkpointer, Snapsho
 from kcm.checkers.explore.collector import no_collections
 from kcm.checkers.explore.stopping import StopRequest, rebuilding
 from kcm.checkers.explore.verdicts import Exploration, state_checks
-from kcm.checkers.explore.visited import FP, Visited, replay, replay_levels, walk
+from kcm.checkers.explore.visited import FP, LEVEL, Visited, replay, replay_levels, walk
 from kcm.model.interface import STATE_KINDS
 
 # A periodic checkpoint stores the frontier's states (so its resume need not replay) up to this many; a stop's
@@ -142,9 +142,10 @@ class Lazy(Protocol):
     def count(self, frontier: Any) -> int:
         """The frontier's size (counted now)."""
 
-    def judge(self, frontier: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    def judge(self, frontier: Any, storing: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
         """Check the frontier's own states now (before a checkpoint, or the end): the least link of each property
-        they break and of each goal they reach; the goals are added to `found.reached`."""
+        they break and of each goal they reach; the goals are added to `found.reached`. `storing`: a checkpoint
+        that stores the frontier's states may follow (the engine may encode them on the same pass)."""
 
 
 class LocalBooks:
@@ -274,11 +275,12 @@ def _run(model: Any, found: Exploration, levels: Levels, max_states: int | None,
                 depth -= 1  # the level made last was empty: the search was over
         return width
 
-    def judged() -> None:
-        """A lazy engine judges the frontier's own states now (the local engine judged them as it found them)."""
+    def judged(storing: bool = False) -> None:
+        """A lazy engine judges the frontier's own states now (the local engine judged them as it found them);
+        `storing`: a checkpoint storing them may follow."""
         if lazy is not None:
             known = set(found.reached)
-            bad, goals = lazy.judge(frontier)
+            bad, goals = lazy.judge(frontier, storing)
             for best, into, before in ((bad, witnesses, witnesses), (goals, found.goals, known)):
                 for name, link in best.items():
                     if name not in before:
@@ -302,11 +304,12 @@ def _run(model: Any, found: Exploration, levels: Levels, max_states: int | None,
             # A checkpoint holds whole levels, each state judged: count and judge the frontier first.
             if not settle():
                 break
-            judged()
+            storing = held(frontier, (width or 0) <= STORE_BELOW) is not None
+            judged(storing)
             stopped = should_stop(stop_at, witnesses)
             if stopped:
                 break  # the local engine would have stopped already
-            books.write(checkpoint, depth, width, witnesses, meta, held(frontier, (width or 0) <= STORE_BELOW))
+            books.write(checkpoint, depth, width, witnesses, meta, frontier if storing else None)
         level_start = time.perf_counter()
         # What a level given up for `stop` gives back: its transitions, goals and coverage are counted again on
         # resume (the checkpoint is of the level's start).
@@ -352,7 +355,7 @@ def _run(model: Any, found: Exploration, levels: Levels, max_states: int | None,
     if lazy is None:
         report(0, 0, force=True)  # the last line shows where the search ended
     if interrupted and settle():
-        judged()
+        judged(checkpoint is not None and held(frontier, True) is not None)
         stopped = should_stop(stop_at, witnesses)
         if not stopped:
             found.complete = False
@@ -547,7 +550,7 @@ def level_fingerprints(model: Any, visited: Visited, snapshot: Snapshot, want: n
     the frontier."""
     levels = snapshot.arrays["levels"]
     depth = len(visited.parents) - 1
-    if levels.dtype != np.uint8 or levels.shape != visited.seen.shape:
+    if levels.dtype != LEVEL or levels.shape != visited.seen.shape:
         raise ValueError("the visited fingerprints' levels are not one byte each")
     if np.bincount(levels, minlength=depth + 1).tolist() != [p.size for p in visited.parents]:
         raise ValueError("the visited fingerprints' levels do not have the levels' sizes")

@@ -64,7 +64,7 @@ from kcm.checkers.explore.level_loop import (
 )
 from kcm.checkers.explore.stopping import StopRequest
 from kcm.checkers.explore.verdicts import Exploration
-from kcm.checkers.explore.visited import FP, FingerprintSet
+from kcm.checkers.explore.visited import FP, LEVEL, MAX_LEVEL, FingerprintSet
 from kcm.checkers.spark.checkpoint import NO_PARENT, Links, rows_of
 from kcm.checkers.spark.expand import NAMES, order_key, to_long
 from kcm.checkers.spark.session import DEFAULT_MEMORY, spark_session
@@ -74,7 +74,6 @@ from pyspark.accumulators import AccumulatorParam
 __all__ = ["DEFAULT_MEMORY", "explore", "spark_session", "LevelTiming"]
 
 FRONTIER = "fp long, pkey long, aidx int, parent long, state binary"
-MAX_STORED_LEVEL = 255  # a checkpoint keeps each visited state's level in one byte
 VISITED = "fp long, parent long, aidx int"
 COMPACT_EVERY = 4  # levels whose parent links stay views of the levels' own blocks before being copied slim
 # Levels of at most this many states run in the driver: a Spark level costs about 0.3 s of job latency however
@@ -197,6 +196,8 @@ class _Search:
         self.seen: FingerprintSet | None = None  # every visited fp, while levels run in the driver
         self.warming: Any = None  # the warm-up job's thread while it runs
         self.search = uuid.uuid4().hex  # names this search's model in the Python workers (explore/codec.kept_model)
+        # A frontier judged on the pass that stored its states for the checkpoint that follows, and those states.
+        self.encoded: tuple[Any, dict[str, np.ndarray]] | None = None
 
     # -- the JVM's side --------------------------------------------------------------------------------------
 
@@ -454,13 +455,18 @@ class _Search:
         self._counted(n)
         return n
 
-    def judge(self, frontier: Any) -> tuple[dict[str, _Mark], dict[str, _Mark]]:
+    def judge(self, frontier: Any, storing: bool = False) -> tuple[dict[str, _Mark], dict[str, _Mark]]:
         """Check the frontier's own properties now (before a checkpoint, or at an early end): what they break and
         reach. The local engine checks a state when it first meets it, so its checkpoints hold the verdicts of the
-        frontier's states; this makes the Spark engine's do too. Their expansion checks them again, harmlessly."""
+        frontier's states; this makes the Spark engine's do too. Their expansion checks them again, harmlessly.
+        `storing` (a checkpoint storing the states follows): a frontier on Spark is judged on the pass that
+        encodes its states for the checkpoint (`stored`), each state decoded once for both."""
         key = -1 - self.depth  # summaries kept apart from the level's own
+        self.encoded = None
         if isinstance(frontier, list):
             self.host_level(frontier, key, successors=False)
+        elif storing and stored_states.available() and self.depth <= MAX_LEVEL:
+            self.encoded = (frontier, self.encode(frontier, key))
         else:
             self.mapped(frontier, key, successors=False).count()
         _, bad, goals, _ = self.summaries(key)
@@ -571,23 +577,33 @@ class _Search:
                 root, steps = links.path(w.fp)
                 w = (root, steps + ([w.extra] if w.extra >= 0 else []))
             paths[name] = w
-        wanted = states is not None and depth <= MAX_STORED_LEVEL
+        wanted = states is not None and depth <= MAX_LEVEL
         checkpoint.write(links.visited(), links.fps[links.level == depth].tolist(), meta(paths),
-                         (lambda: {**self.stored(states), "levels": links.level.astype(np.uint8)}) if wanted else None)
+                         (lambda: {**self.stored(states), "levels": links.level.astype(LEVEL)}) if wanted else None)
 
     def stored(self, frontier: Any) -> dict[str, np.ndarray]:
         """The frontier's states as a checkpoint stores them (`stored_states.pack`), in fingerprint order: encoded
-        in the driver when it holds them, else by the Spark workers a range of fingerprints each."""
-        from pyspark.sql import functions as F
-
+        in the driver when it holds them, else by the Spark workers a range of fingerprints each (on the pass that
+        judged them, when `judge` was told a checkpoint would store them)."""
         if isinstance(frontier, list):
             rows = sorted(frontier, key=lambda r: order_key(r[0]))
             return stored_states.pack(CODEC.decode(r[4]) for r in rows)
+        done, self.encoded = self.encoded, None
+        if done is not None and done[0] is frontier:
+            return done[1]
+        return self.encode(frontier, None)
+
+    def encode(self, frontier: Any, key: int | None) -> dict[str, np.ndarray]:
+        """A frontier on Spark as stored states, each Spark worker encoding a range of fingerprints; with `key`,
+        each state is judged on the way, the summaries under that key (as `judge` reads them)."""
+        from pyspark.sql import functions as F
+
         # XOR with the sign bit: the signed order of the result is the fingerprints' unsigned order.
         ukey = F.col("fp").bitwiseXOR(F.lit(-(1 << 63)))
-        ranged = (frontier.select("fp", "state").withColumn("ukey", ukey)
-                  .repartitionByRange(self.parts, "ukey").sortWithinPartitions("ukey").select("state"))
-        got = ranged.mapInArrow(_stored_chunks, "part int, seq int, chunk binary").toArrow()
+        ranged = (frontier.select(*NAMES).withColumn("ukey", ukey)
+                  .repartitionByRange(self.parts, "ukey").sortWithinPartitions("ukey").select(*NAMES))
+        got = ranged.mapInArrow(storer(self.model, key, self.sink, self.search, self.found.reached),
+                                "part int, seq int, chunk binary").toArrow()
         order = sorted(zip(got.column("part").to_pylist(), got.column("seq").to_pylist(),
                            got.column("chunk").to_pylist(), strict=True))
         return stored_states.arrays([c for _, _, c in order])
@@ -716,25 +732,31 @@ class _Watch:
         self.thread.join()
 
 
-def _stored_chunks(batches: Iterator[Any]) -> Iterator[Any]:
-    """mapInArrow: a task's frontier states, in its rows' order, as `stored_states` chunks (part, seq, bytes)."""
-    import pyarrow as pa
-    from kcm.checkers.explore import codec as codecs
-    from kcm.checkers.explore import stored_states as stored
-    from pyspark import TaskContext
+def storer(model: Any, key: int | None, sink: Any, search: str, reached: Collection[str]) -> Any:
+    """The function mapInArrow runs on a range of the frontier's rows (in fingerprint order): its states as
+    `stored_states` chunks (part, seq, bytes); with `key`, each state judged on the way as the expansion judges it
+    (`spark_expand.judged_states`), the task's summary to `sink` under (key, part)."""
+    state_props = unreached([p for p in model.properties() if p.expectation in STATE_KINDS], reached)
 
-    task = TaskContext.get()
-    part = task.partitionId() if task is not None else 0
-    decode = codecs.CODEC.decode
+    def run(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+        from kcm.checkers.explore import codec as codecs
+        from kcm.checkers.explore import stored_states as stored
+        from kcm.checkers.spark import expand as spark_expand
+        from pyspark import TaskContext
 
-    def states() -> Iterator[Any]:
-        for batch in batches:
-            for blob in batch.column("state").to_pylist():
-                yield decode(blob)
+        task = TaskContext.get()
+        part = task.partitionId() if task is not None else 0
+        if key is None:
+            decode = codecs.CODEC.decode
+            states = (decode(blob) for batch in batches for blob in batch.column(4).to_pylist())
+        else:
+            states = spark_expand.judged_states(model, key, part, sink, search, state_props, batches)
+        for seq, chunk in enumerate(stored.encode_chunks(states)):
+            yield pa.RecordBatch.from_arrays([pa.array([part], pa.int32()), pa.array([seq], pa.int32()),
+                                              pa.array([chunk], pa.binary())], names=["part", "seq", "chunk"])
 
-    for seq, chunk in enumerate(stored.encode_chunks(states())):
-        yield pa.RecordBatch.from_arrays([pa.array([part], pa.int32()), pa.array([seq], pa.int32()),
-                                          pa.array([chunk], pa.binary())], names=["part", "seq", "chunk"])
+    return run
 
 
 def _table(columns: list[Any], schema: str) -> Any:

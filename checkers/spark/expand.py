@@ -49,6 +49,54 @@ class Witnesses:
             self.best[name] = (order, payload)
 
 
+class StateJudge:
+    """The verdicts of a task's frontier states, each judged as it is expanded: the properties reached and the
+    least witness, by (parent order key, action position), of each property broken and each goal reached."""
+
+    def __init__(self, model: Any, state_props: list[Any]) -> None:
+        self.model, self.props = model, state_props
+        self.expanded = 0
+        self.reached: set[str] = set()
+        self.bad, self.goal = Witnesses(), Witnesses()
+
+    def judge(self, state: Any, fp: int, pkey: int, aidx: int) -> None:
+        """Check one state (fingerprint `fp` as a long, reached by the link (pkey, aidx))."""
+        self.expanded += 1
+        bad, hit = state_checks(self.model, state, self.props)
+        if hit:
+            # A goal reached is still judged in the rest of the task's level: its batches come in no
+            # particular order, and the least link reaching it is the path every engine reports. The
+            # levels after it no longer judge it (`expander`'s `reached`).
+            self.reached.update(hit)
+            for name in hit:
+                self.goal.offer(name, (pkey, aidx), [fp])
+        for name in bad:
+            self.bad.offer(name, (pkey, aidx), [fp])
+
+    def summary(self) -> dict[str, Any]:
+        """The task's summary of its states alone (no transition taken), as the accumulator takes it."""
+        return {"transitions": 0, "expanded": self.expanded, "reached": sorted(self.reached), "reached_step": [],
+                "state_bad": {n: [list(o), p] for n, (o, p) in self.bad.best.items()}, "step_bad": {},
+                "state_goal": {n: [list(o), p] for n, (o, p) in self.goal.best.items()}, "step_goal": {}}
+
+
+def judged_states(model: Any, level: int, part: int, sink: Any, search: str, state_props: list[Any],
+                  batches: Iterator[Any]) -> Iterator[Any]:
+    """Each frontier state of `batches` decoded and judged, in their order; the task's summary goes to `sink` under
+    (level, part) once the last one is read (what a checkpoint's storing pass judges on the way)."""
+    from kcm.checkers.explore import codec as codecs
+
+    judge = StateJudge(codecs.kept_model(search, model) if search else model, state_props)
+    decode = codecs.CODEC.decode
+    for batch in batches:
+        for fp, pkey, aidx, blob in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(),
+                                        batch.column(2).to_pylist(), batch.column(4).to_pylist(), strict=True):
+            state = decode(blob)
+            judge.judge(state, fp, pkey, aidx)
+            yield state
+    sink.add({(level, part): json.dumps(judge.summary())})
+
+
 def expansion(model: Any, level: int, part: int, sink: Any, successors: bool, search: str, state_props: list[Any],
               step_props: list[Any], batches: Iterator[Any], coverage: bool = False) -> Iterator[Any]:
     """Check and (unless `successors` is off) expand the frontier states of `batches`; yield their successors.
@@ -77,11 +125,10 @@ def _expansion(model: Any, level: int, part: int, sink: Any, successors: bool, s
 
     kept = codecs.kept_model(search, model) if search else model
     fingerprint = kept.fingerprint
-    transitions = expanded = 0
-    reached: set[str] = set()  # by the states themselves
+    transitions = 0
+    judge = StateJudge(kept, state_props)  # the states themselves
     reached_step: set[str] = set()  # by their transitions
-    state_bad, step_bad = Witnesses(), Witnesses()
-    state_goal, step_goal = Witnesses(), Witnesses()  # a state, a transition, that reaches each goal
+    step_bad, step_goal = Witnesses(), Witnesses()  # a transition that breaks each property, reaches each goal
     expand = indexed_successors if tally is None else tally.successors
     sent: dict[int, tuple[int, int]] = {}  # successor long -> the least link this task has sent for it
     codec = codecs.CODEC
@@ -96,18 +143,8 @@ def _expansion(model: Any, level: int, part: int, sink: Any, successors: bool, s
             blobs = batch.column(4).to_pylist()
             out: dict[int, tuple[int, int, int, Any]] = {}  # successor long -> (pkey, aidx, parent, state)
             for fp, pkey, aidx, blob in zip(fps, pkeys, aidxs, blobs, strict=True):
-                expanded += 1
                 state = codec.decode(blob)
-                bad, hit = state_checks(kept, state, state_props)
-                if hit:
-                    # A goal reached is still judged in the rest of the task's level: its batches come in no
-                    # particular order, and the least link reaching it is the path every engine reports. The
-                    # levels after it no longer judge it (`expander`'s `reached`).
-                    reached.update(hit)
-                    for name in hit:
-                        state_goal.offer(name, (pkey, aidx), [fp])
-                for name in bad:
-                    state_bad.offer(name, (pkey, aidx), [fp])
+                judge.judge(state, fp, pkey, aidx)
                 if not successors:
                     continue
                 key = order_key(fp)
@@ -135,12 +172,10 @@ def _expansion(model: Any, level: int, part: int, sink: Any, successors: bool, s
                     pa.array([r[1] for r in rows], pa.int32()), pa.array([r[2] for r in rows], pa.int64()),
                     pa.array([codec.encode(r[3]) for r in rows], pa.binary())], names=NAMES)
         gc.freeze()
-    summary = {"transitions": transitions, "expanded": expanded, "reached": sorted(reached),
-               "reached_step": sorted(reached_step),
-               "state_bad": {n: [list(o), p] for n, (o, p) in state_bad.best.items()},
-               "step_bad": {n: [list(o), p] for n, (o, p) in step_bad.best.items()},
-               "state_goal": {n: [list(o), p] for n, (o, p) in state_goal.best.items()},
-               "step_goal": {n: [list(o), p] for n, (o, p) in step_goal.best.items()}}
+    summary = judge.summary()
+    summary.update(transitions=transitions, reached_step=sorted(reached_step),
+                   step_bad={n: [list(o), p] for n, (o, p) in step_bad.best.items()},
+                   step_goal={n: [list(o), p] for n, (o, p) in step_goal.best.items()})
     if tally is not None:
         summary["coverage"] = tally.take()
     sink.add({(level, part): json.dumps(summary)})
