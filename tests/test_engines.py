@@ -139,7 +139,7 @@ class _Lazy:
         self.counts += 1
         return frontier
 
-    def judge(self, frontier):
+    def judge(self, frontier, storing=False):
         return {}, {}
 
     def halt(self) -> None:
