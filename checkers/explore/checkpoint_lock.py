@@ -26,7 +26,6 @@ from pathlib import Path
 
 _HELD: dict[Path, list[int]] = {}  # checkpoint path (absolute) -> [the open lock file held locked, its holders]
 _ATTEMPTS = 20  # times the lock file may be replaced under us before we give up
-_registered: list[bool] = []  # whether release_all is registered to run at exit
 
 
 class CheckpointBusy(OSError):
@@ -70,9 +69,6 @@ def hold(path: Path) -> bool:
         if same:
             os.ftruncate(fd, 0)
             os.write(fd, f"{os.getpid()}\n".encode())
-            if not _registered:
-                atexit.register(release_all)
-                _registered.append(True)
             _HELD[key] = [fd, 1]
             return True
         os.close(fd)
@@ -115,3 +111,6 @@ def release_all() -> None:
     for key, (fd, _) in list(_HELD.items()):
         _unlock(key, fd)
     _HELD.clear()
+
+
+atexit.register(release_all)

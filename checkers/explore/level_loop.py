@@ -497,7 +497,7 @@ def resume_frontier(model: Any, snapshot: Snapshot,
             by_level = level_fingerprints(model, visited, snapshot, want) if "levels" in snapshot.arrays else None
             sampled_paths(model, visited, want, by_level)
             if by_level is not None:
-                visited.set_levels(by_level)
+                visited.levels = snapshot.arrays["levels"]  # checked by `level_fingerprints`, which it partitions
                 for level, fps in enumerate(by_level if on_fingerprints is not None else ()):
                     on_fingerprints(level, fps)
             return visited, want.tolist(), stored_frontier(model, snapshot, want)

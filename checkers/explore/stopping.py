@@ -191,10 +191,6 @@ class StopRequest:
                 self.peak = max(self.peak, used)
         return self.reason is not None
 
-    def memory_only(self) -> MemoryOnly:
-        """This request as a step polls it that is finished for a signal but given up for the memory limit."""
-        return MemoryOnly(self)
-
     @contextmanager
     def search(self) -> Iterator[None]:
         """The span in which a signal only sets the flag, for the engine to act on at its next safe point."""

@@ -863,7 +863,7 @@ class SharedLevels:
         # The workers now judge their winners and hand states over: about a tenth of the level's time (7-10% on
         # `default`'s big levels). A signal's stop waits for it, so that the level is kept and its checkpoint
         # stores the states; the memory limit's does not (the level is given up, and the checkpoint replayed).
-        urgent = tick.stop.memory_only() if tick.stop is not None else None
+        urgent = MemoryOnly(tick.stop) if tick.stop is not None else None
         for w in range(self.workers):
             mine = np.flatnonzero(who[won] == w)
             pool.send(w, ("winners", index[won][mine], mine, found.reached,

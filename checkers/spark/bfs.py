@@ -124,8 +124,7 @@ def expander(model: Any, level: int, sink: Any, successors: bool = True, search:
     already `reached` are not judged again (as in the local engine: judging them changes nothing). `coverage`:
     each task's summary also holds its coverage counts.
     """
-    state_props = unreached([p for p in model.properties() if p.expectation in STATE_KINDS], reached)
-    step_props = unreached([p for p in model.properties() if p.expectation in STEP_KINDS], reached)
+    state_props, step_props = _properties(model, STATE_KINDS, reached), _properties(model, STEP_KINDS, reached)
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         from kcm.checkers.spark import (
@@ -313,8 +312,7 @@ class _Search:
         del got
         pieces = [self.checkpointed(self.spark.createDataFrame(_table(list(zip(*batch, strict=True)), FRONTIER)))
                   for batch in batched(rows, RESUME_PIECE)]
-        names = tuple(f.strip().split()[0] for f in FRONTIER.split(","))
-        frontier = self.checkpointed(_union(pieces, names).repartition(self.parts, "fp"))
+        frontier = self.checkpointed(_union(pieces, tuple(NAMES)).repartition(self.parts, "fp"))
         for piece in pieces:
             self.release(piece)
         return frontier, start
@@ -732,11 +730,16 @@ class _Watch:
         self.thread.join()
 
 
+def _properties(model: Any, kinds: Collection[str], reached: Collection[str]) -> list[Any]:
+    """The model's properties of these kinds that a task judges: goals already `reached` are left out."""
+    return unreached([p for p in model.properties() if p.expectation in kinds], reached)
+
+
 def storer(model: Any, key: int | None, sink: Any, search: str, reached: Collection[str]) -> Any:
     """The function mapInArrow runs on a range of the frontier's rows (in fingerprint order): its states as
     `stored_states` chunks (part, seq, bytes); with `key`, each state judged on the way as the expansion judges it
     (`spark_expand.judged_states`), the task's summary to `sink` under (key, part)."""
-    state_props = unreached([p for p in model.properties() if p.expectation in STATE_KINDS], reached)
+    state_props = _properties(model, STATE_KINDS, reached)
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
