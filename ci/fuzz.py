@@ -333,7 +333,11 @@ FLAG_VALUES = ["-1", "0", "1e9", "nan", "inf", "-inf", "1.5", "", "x", "9" * 500
 
 def _flags_case(rng: random.Random, work: Path) -> Case:
     if rng.random() < 0.1:  # an output path that cannot be written
-        target = rng.choice(["/dev/null", "/nonexistent/x", str(work), "/proc/version"])
+        # Under a file, not in a missing folder: run as root, `--out /nonexistent/x` made that folder outside the
+        # fuzzer's own work folder.
+        blocker = work / "a-file"
+        blocker.touch()
+        target = rng.choice(["/dev/null", str(blocker / "x"), str(work), "/proc/version"])
         argv = rng.choice([["explore", "--config", "tiny", "--quiet", "--max-states", "50", "--out", target],
                            ["table", "--output", target + "/t.md" if target == str(work) else target]])
         return Case("flags", argv[0], argv, f"{argv[0]} writing to {target}")
