@@ -110,9 +110,9 @@ def test_a_resume_does_not_write_the_level_it_resumed_again(tmp_path, capsys, mo
     written, real = [], checkpoint.Checkpointer.write
     monkeypatch.setattr(level_loop, "STORE_BELOW", 10)  # the periodic checkpoints store no states
 
-    def write(self, visited, frontier, meta, stored=None):
+    def write(self, visited, frontier, meta, stored=None, give_up=None):
         written.append(meta["depth"])
-        return real(self, visited, frontier, meta, stored)
+        return real(self, visited, frontier, meta, stored, give_up)
 
     monkeypatch.setattr(checkpoint.Checkpointer, "write", write)
     resumed = _summary(["--config", "controller", "--workers", workers, "--checkpoint", str(ckpt),

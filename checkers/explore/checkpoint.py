@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 from kcm.checkers.explore import checkpoint_lock, stored_states
+from kcm.checkers.explore.stopping import unless_left_out
 
 # Parent links hold positions in model.actions(state), so a checkpoint is read only by the release that wrote it.
 FORMAT = "kcm-explore-checkpoint/4"  # 4: header + npz body, no pickle; frontier rebuilt by replay
@@ -108,10 +109,12 @@ class Checkpointer:
         return time.monotonic() - self.last >= self.every
 
     def write(self, visited: Any, frontier: list[int], meta: dict[str, Any],
-              stored: Callable[[], dict[str, np.ndarray]] | None = None) -> None:
+              stored: Callable[[], dict[str, np.ndarray]] | None = None,
+              give_up: Callable[[], bool] | None = None) -> None:
         """Write the visited set, the frontier's fingerprints and the counters as one checkpoint, atomically;
         `stored` makes the arrays of the frontier's states (`stored_states.pack`, the Spark engine's with each
-        visited state's `levels`), so a resume need not replay; None from it, or a TypeError, stores none."""
+        visited state's `levels`), so a resume need not replay; None from it, or a TypeError, stores none.
+        StatesLeftOut, with nothing written, when `give_up` says so once they are made (or `stored` raises it)."""
         arrays = dict(visited.arrays())
         arrays["frontier"] = np.asarray(frontier, dtype=np.uint64)
         if stored is not None and stored_states.available():
@@ -119,6 +122,7 @@ class Checkpointer:
                 arrays.update(stored() or {})
             except TypeError:
                 pass  # a model whose states hold values the encoding does not know: its resumes replay
+            unless_left_out(give_up)
         arrays["meta"] = np.frombuffer(json.dumps(meta, sort_keys=True).encode(), dtype=np.uint8)
         body = io.BytesIO()
         np.savez(body, **arrays)

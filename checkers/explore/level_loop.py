@@ -16,6 +16,7 @@ at the shallowest depth. An engine's `Level` gives, per property, that least lin
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ import numpy as np
 from kcm.checkers.explore import stored_states
 from kcm.checkers.explore.checkpoint import BadCheckpoint, Checkpointer, Snapshot
 from kcm.checkers.explore.collector import no_collections
-from kcm.checkers.explore.stopping import StopRequest, rebuilding
+from kcm.checkers.explore.stopping import StatesLeftOut, StopRequest, rebuilding
 from kcm.checkers.explore.verdicts import Exploration, state_checks
 from kcm.checkers.explore.visited import FP, LEVEL, Visited, replay, replay_levels, walk
 from kcm.model.interface import STATE_KINDS
@@ -123,9 +124,11 @@ class Books(Protocol):
         """The witnesses as paths (initial-state position, action positions)."""
 
     def write(self, checkpoint: Checkpointer, depth: int, width: int, witnesses: dict[str, Any],
-              meta: Callable[[dict[str, Witness]], dict[str, Any]], states: Any = None) -> None:
+              meta: Callable[[dict[str, Witness]], dict[str, Any]], states: Any = None,
+              give_up: Callable[[], bool] | None = None) -> None:
         """Write the checkpoint of the level boundary: the visited set, the frontier, `meta` of the witnesses'
-        paths; `states`, the frontier's states when the engine holds them here, stored too."""
+        paths; `states`, the frontier's states when the engine holds them here, stored too, unless `give_up`
+        says so while they are made (StatesLeftOut, nothing written)."""
 
     def nbytes(self) -> int:
         """Bytes the visited set takes."""
@@ -171,14 +174,18 @@ class LocalBooks:
         return witnesses
 
     def write(self, checkpoint: Checkpointer, depth: int, width: int, witnesses: dict[str, Any],
-              meta: Callable[[dict[str, Witness]], dict[str, Any]], states: Any = None) -> None:
+              meta: Callable[[dict[str, Witness]], dict[str, Any]], states: Any = None,
+              give_up: Callable[[], bool] | None = None) -> None:
         """The visited arrays and the frontier's fingerprints (and its states, when given: a frontier whose
         states live elsewhere gives them as stored arrays, `stored`)."""
-        maker = None if states is None else getattr(states, "stored", None) or (lambda: stored_states.pack(states))
+        maker = None
+        if states is not None:
+            held = getattr(states, "stored", None)
+            maker = (lambda: held(give_up)) if held is not None else (lambda: stored_states.pack(states, give_up))
         levels = self.visited.levels
         if maker is not None and levels is not None:
             maker = with_levels(maker, levels)
-        checkpoint.write(self.visited, self.frontier_fps, meta(witnesses), maker)
+        checkpoint.write(self.visited, self.frontier_fps, meta(witnesses), maker, give_up)
 
     def nbytes(self) -> int:
         """The visited set's arrays."""
@@ -310,6 +317,7 @@ def _run(model: Any, found: Exploration, levels: Levels, max_states: int | None,
             if stopped:
                 break  # the local engine would have stopped already
             books.write(checkpoint, depth, width, witnesses, meta, frontier if storing else None)
+            on_file = depth
         level_start = time.perf_counter()
         # What a level given up for `stop` gives back: its transitions, goals and coverage are counted again on
         # resume (the checkpoint is of the level's start).
@@ -355,15 +363,25 @@ def _run(model: Any, found: Exploration, levels: Levels, max_states: int | None,
     if lazy is None:
         report(0, 0, force=True)  # the last line shows where the search ended
     if interrupted and settle():
-        judged(checkpoint is not None and held(frontier, True) is not None)
+        states = held(frontier, checkpoint is not None)
+        # A big frontier's states take long to store (minutes on `large`), and a supervisor's SIGKILL may come
+        # first: the checkpoint goes to the file without them, then again with them, unless a second signal
+        # leaves them out (its resume then replays the visited states).
+        late = states is not None and (width or 0) > STORE_BELOW
+        judged(states is not None and not late)
         stopped = should_stop(stop_at, witnesses)
         if not stopped:
             found.complete = False
             levels.halt()  # before the write: workers still expanding would only grow (see --max-memory)
             if stop is not None:
                 stop.acted = True
-            if checkpoint is not None:
-                books.write(checkpoint, depth, width, witnesses, meta, held(frontier, True))
+            if late and checkpoint is not None and stop is not None:
+                if on_file != depth:
+                    books.write(checkpoint, depth, width, witnesses, meta)
+                with stop.storing_states(depth, width, checkpoint.path), contextlib.suppress(StatesLeftOut):
+                    books.write(checkpoint, depth, width, witnesses, meta, states, stop.leave_states_out)
+            elif checkpoint is not None:
+                books.write(checkpoint, depth, width, witnesses, meta, states)
     if stopped and width:
         found.complete = False
         found.stopped = True

@@ -4,7 +4,9 @@ A signal only sets a flag (`StopRequest.reason`); the engines look at it at safe
 successors, and while they wait for their workers or for a Spark job) and then give up the level in work, write
 the checkpoint of the last level boundary and return a partial result. So nothing is half-written: a second
 signal while the checkpoint is written only sets the flag again, and the write (a temporary file renamed over
-the old one, `checkpoint.save`) finishes.
+the old one, `checkpoint.save`) finishes. A big frontier's states are stored in a second write, once the checkpoint
+is on file without them (they take minutes on `large`, and a supervisor's SIGKILL may come first): a second signal
+then leaves them out (`storing_states`).
 
 Outside the search itself (reading the config before, judging liveness after) there is nothing to save: there a
 signal raises `Interrupted`, which the command reports in one line.
@@ -25,7 +27,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -35,6 +37,20 @@ _UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _SIZE = re.compile(r"(\d{1,15})(?:\.(\d{1,3}))?\s*([KMGT]?)(?:I?B)?", re.I)
 MIN_MEMORY = 1 << 20  # --max-memory below 1 MiB is refused: no Python process is that small
 MAX_MEMORY = 1 << 50
+
+
+class StatesLeftOut(Exception):
+    """The frontier's states were being stored in a stop's checkpoint, already on file without them, when a second
+    signal asked to leave them out (`StopRequest.storing_states`)."""
+
+    def __init__(self) -> None:
+        super().__init__("the frontier's states were left out")
+
+
+def unless_left_out(give_up: Callable[[], bool] | None) -> None:
+    """Raise StatesLeftOut if `give_up` (a storing's `StopRequest.leave_states_out`) says so now."""
+    if give_up is not None and give_up():
+        raise StatesLeftOut
 
 
 class Interrupted(Exception):
@@ -165,6 +181,8 @@ class StopRequest:
         self.acted = False  # an engine cut its search short for this request (and wrote its checkpoint)
         self.over_memory = False  # the reason is the memory limit (a step that finishes for a signal gives up)
         self.armed = False  # inside the search: a signal sets the flag; outside it raises Interrupted
+        self.storing = False  # a stop's checkpoint is on file, and its frontier's states are being added to it
+        self.states_left_out = False  # a signal came while `storing`: the states are to be left out
         self._next = 0.0
         self._next_exact = 0.0
 
@@ -200,10 +218,31 @@ class StopRequest:
         finally:
             self.armed = False
 
+    @contextmanager
+    def storing_states(self, depth: int, states: int, path: Any) -> Iterator[None]:
+        """The span in which a stop adds the frontier's states to its checkpoint, written whole without them just
+        before: a second signal leaves them out (the engines then raise StatesLeftOut) instead of waiting."""
+        _say(f"kcm explore: checkpoint of level {depth} written to {path}; now storing its frontier's {states:,} "
+             f"states in it, so that its resume need not replay them (a second signal leaves them out)\n")
+        self.storing = True
+        try:
+            yield
+        finally:
+            self.storing = False
+
+    def leave_states_out(self) -> bool:
+        """Whether the frontier's states being stored are to be left out (a second signal came meanwhile)."""
+        return self.states_left_out
+
     def _on_signal(self, signum: int, frame: Any) -> None:
         name = signal.Signals(signum).name
         if self.reason is not None:
             # os.write, not print: the interrupted code may be in the middle of a write to sys.stderr itself.
+            if self.storing and not self.states_left_out:
+                self.states_left_out = True
+                _say(f"kcm explore: {name} again: leaving the frontier's states out; the checkpoint already "
+                     f"written stays (its resume replays the visited states)\n")
+                return
             _say(f"kcm explore: {name} again: still stopping (the checkpoint is written whole; SIGKILL ends "
                  f"at once)\n")
             return

@@ -22,13 +22,14 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import cache
 from typing import Any
 
 import numpy as np
 from kcm.checkers.explore.batches import batched
 from kcm.checkers.explore.collector import no_collections
+from kcm.checkers.explore.stopping import unless_left_out
 
 try:
     import msgpack
@@ -106,8 +107,9 @@ def _record(pairs: list[tuple[Any, Any]]) -> Any:
     return kind._make(fields)
 
 
-def state_bytes(states: Iterable[Any]) -> Iterator[bytes]:
-    """Each state's MessagePack bytes, as a chunk holds it (`chunk`); TypeError for a foreign value."""
+def state_bytes(states: Iterable[Any], give_up: Callable[[], bool] | None = None) -> Iterator[bytes]:
+    """Each state's MessagePack bytes, as a chunk holds it (`chunk`); TypeError for a foreign value, StatesLeftOut
+    when `give_up` (asked once a chunk) says so."""
     numbers = _numbers()
     pack = msgpack.Packer(use_bin_type=True).pack
     held: list[Any] = []  # the states since the memo was last emptied, alive while `memo` names their parts by id
@@ -115,6 +117,7 @@ def state_bytes(states: Iterable[Any]) -> Iterator[bytes]:
     for state in states:
         if len(held) == CHUNK:
             held, memo = [], {}
+            unless_left_out(give_up)
         held.append(state)
         yield pack(_plain(state, numbers, memo))
 
@@ -139,9 +142,10 @@ def chunks_of(blobs: Iterable[bytes]) -> Iterator[bytes]:
     return (chunk(batch) for batch in batched(blobs, CHUNK))
 
 
-def encode_chunks(states: Iterable[Any]) -> Iterator[bytes]:
-    """The states, CHUNK at a time, each chunk one compressed MessagePack list; TypeError for a foreign value."""
-    return chunks_of(state_bytes(states))
+def encode_chunks(states: Iterable[Any], give_up: Callable[[], bool] | None = None) -> Iterator[bytes]:
+    """The states, CHUNK at a time, each chunk one compressed MessagePack list; TypeError for a foreign value,
+    StatesLeftOut when `give_up` says so (`state_bytes`)."""
+    return chunks_of(state_bytes(states, give_up))
 
 
 def arrays(chunks: list[bytes]) -> dict[str, np.ndarray]:
@@ -150,11 +154,12 @@ def arrays(chunks: list[bytes]) -> dict[str, np.ndarray]:
     return {"states.data": np.frombuffer(b"".join(chunks), dtype=np.uint8), "states.ends": ends}
 
 
-def pack(states: Iterable[Any]) -> dict[str, np.ndarray]:
+def pack(states: Iterable[Any], give_up: Callable[[], bool] | None = None) -> dict[str, np.ndarray]:
     """The arrays a checkpoint keeps for `states`: `states.data` (the chunks, back to back) and `states.ends`
-    (each chunk's end in it); TypeError when a state holds a value the encoding does not know."""
+    (each chunk's end in it); TypeError when a state holds a value the encoding does not know; StatesLeftOut
+    when `give_up` says so (`state_bytes`)."""
     with no_collections():  # millions of short-lived lists: a cycle scan per 700 would revisit every live state
-        return arrays(list(encode_chunks(states)))
+        return arrays(list(encode_chunks(states, give_up)))
 
 
 def unpack(arrays: dict[str, np.ndarray]) -> Iterator[list[Any]]:

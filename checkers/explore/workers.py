@@ -51,7 +51,7 @@ from kcm.checkers.explore.collector import no_collections
 from kcm.checkers.explore.frontier import CHUNK, MEMO, SPILL, Frontier
 from kcm.checkers.explore.level_loop import Level, ProgressFn, Stopped, Tick, least, run, unreached
 from kcm.checkers.explore.runs import RUN, LevelRuns
-from kcm.checkers.explore.stopping import MemoryOnly, StopRequest, ignore_signals
+from kcm.checkers.explore.stopping import MemoryOnly, StopRequest, ignore_signals, unless_left_out
 from kcm.checkers.explore.verdicts import Exploration, indexed_successors, state_checks, step_checks
 from kcm.checkers.explore.visited import FP, Visited
 from kcm.model.interface import STATE_KINDS, STEP_KINDS
@@ -686,13 +686,22 @@ class _Pool:
         except OSError:
             raise self._died(taker) from None
 
-    def gather(self) -> dict[str, np.ndarray] | None:
+    def gather(self, give_up: Callable[[], bool] | None = None) -> dict[str, np.ndarray] | None:
         """The frontier's states, stored as a checkpoint keeps them (`stored_states`), from every worker's share
         of the level: asked for between levels, or in the middle of one for a stop (the workers then give the
-        level up). None if the shares are not the frontier's positions once each (nothing is then stored)."""
+        level up). None if the shares are not the frontier's positions once each (nothing is then stored);
+        StatesLeftOut when `give_up` says so meanwhile."""
+        self.ask_stored()
+        return self.collect_stored(give_up)
+
+    def ask_stored(self) -> None:
+        """Ask every worker for its share's states (`gather`), to be read by `collect_stored`: a worker in the
+        middle of a level gives it up, encodes its share and waits until the pipe takes it."""
         for w in range(len(self.conns)):
             self.send(w, ("store",))
 
+    def collect_stored(self, give_up: Callable[[], bool] | None = None) -> dict[str, np.ndarray] | None:
+        """The states `ask_stored` asked for, as `gather` gives them."""
         fits = True
 
         def stream(w: int) -> Iterator[tuple[int, bytes]]:
@@ -715,7 +724,10 @@ class _Pool:
                 if fits:
                     yield blob
 
-        chunks = list(stored_states.chunks_of(in_order()))
+        chunks = []
+        for chunk in stored_states.chunks_of(in_order()):
+            unless_left_out(give_up)
+            chunks.append(chunk)
         return stored_states.arrays(chunks) if fits else None
 
     def close(self, grace: float = 10.0) -> None:
@@ -768,8 +780,9 @@ class SharedLevels:
     def __init__(self, model: Any, workers: int, coverage: bool = False, spill: int | None = SPILL,
                  run_size: int | None = RUN, keep_at_halt: bool = False) -> None:
         self.model, self.workers, self.coverage = model, workers, coverage
-        # A stop gathers the frontier's states from the workers before they go (`halt`), for its checkpoint.
+        # A stop asks the workers for the frontier's states (`halt`), and its checkpoint reads them (`stored`).
         self.keep_at_halt = keep_at_halt
+        self.asked = False  # the halt asked the workers for the states, and they are not read yet
         self.kept: dict[str, np.ndarray] | None = None
         self.halted = False
         # While the workers take their winners as their next shares, the level's own states are let go of: the
@@ -804,26 +817,40 @@ class SharedLevels:
         self.pool = _Pool(self.model, shares, self.coverage, self.spill, self.run)
         return self  # the frontier is in the workers: what the loop holds of it is this, whose `stored` gathers it
 
-    def stored(self) -> dict[str, np.ndarray] | None:
-        """The frontier's states as a checkpoint stores them, from the workers (gathered at the halt, after one);
-        None when they no longer hold them all."""
-        if self.halted:
-            return self.kept
+    def stored(self, give_up: Callable[[], bool] | None = None) -> dict[str, np.ndarray] | None:
+        """The frontier's states as a checkpoint stores them, from the workers (after a halt, those it asked for,
+        the workers closed once they are read); None when they no longer hold them all; StatesLeftOut when
+        `give_up` says so meanwhile."""
         pool = self.pool
-        if pool is None or pool.closed or self.handing_over or not stored_states.available():
-            return None
-        return pool.gather()
+        if self.halted:
+            if self.asked and pool is not None:
+                self.asked = False
+                try:
+                    self.kept = pool.collect_stored(give_up)
+                except RuntimeError:
+                    self.kept = None  # a worker died meanwhile: nothing is stored
+                finally:
+                    self.close(1.0)
+            return self.kept
+        return pool.gather(give_up) if pool is not None and self._holding(pool) else None
+
+    def _holding(self, pool: _Pool) -> bool:
+        """Whether the workers hold the frontier's states now, for a checkpoint to store."""
+        return not pool.closed and not self.handing_over and stored_states.available()
 
     def halt(self) -> None:
-        """Stop the workers at once, their level in work given up; for a checkpoint, first take the frontier's
-        states from them (nothing is stored if a worker has died meanwhile)."""
-        if self.keep_at_halt:
+        """Stop the workers at once, their level in work given up; for a checkpoint, ask them for the frontier's
+        states first (read by `stored`, which then closes them; nothing is stored if a worker has died)."""
+        pool = self.pool
+        if self.keep_at_halt and pool is not None and self._holding(pool):
             try:
-                self.kept = self.stored()
+                pool.ask_stored()
+                self.asked = True
             except RuntimeError:
-                self.kept = None
+                pass  # a worker died: nothing is stored
         self.halted = True
-        self.close(1.0)
+        if not self.asked:
+            self.close(1.0)
 
     def close(self, grace: float = 10.0) -> None:
         """Stop the workers (if started), waiting `grace` seconds for each."""
