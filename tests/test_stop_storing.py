@@ -240,7 +240,9 @@ def test_a_sigkill_or_a_second_signal_while_the_states_are_stored_leaves_a_whole
     if second == signal.SIGINT:
         assert proc.returncode == 3 and "Traceback" not in rest, rest
         assert "leaving the frontier's states out" in rest
-        assert json.loads(out)["interrupted"]["checkpoint"] == str(ckpt)
+        assert json.loads(out)["interrupted"] == {
+            "reason": "SIGTERM received", "checkpoint": str(ckpt), "frontier_states_left_out": True,
+            "resume": f"kcm explore --config {LONG} --json --checkpoint {ckpt} --resume {ckpt}"}
     else:
         assert proc.returncode == -signal.SIGKILL
     resumed = _kcm("--config", LONG, "--json", "--quiet", "--resume", str(ckpt), cwd=tmp_path)

@@ -219,7 +219,8 @@ def _summary(args: argparse.Namespace, model: BoundedSystem, choice: Any, found:
     summary["reductions"] = choice.to_dict()
     if stop.acted:
         path = str(options.checkpoint.path)
-        summary["interrupted"] = {"reason": stop.reason, "checkpoint": path, "resume": resume_command(args, path)}
+        summary["interrupted"] = {"reason": stop.reason, "checkpoint": path, "resume": resume_command(args, path),
+                                  "frontier_states_left_out": stop.states_left_out}
     # Unreduced on the local engine: every engine the same counts.
     if args.symmetry_compare and choice.applied and not stop.acted:
         unreduced = engines.explore("walks" if args.walks is not None else "local", model, engines.Options(
@@ -459,8 +460,9 @@ def _text(s: dict) -> str:
         lines += evidence.text(cex["evidence"])
     if "interrupted" in s:
         stopped = s["interrupted"]
+        left_out = " (without the frontier's states: its resume replays)" if stopped["frontier_states_left_out"] else ""
         lines.append(f"  stopped ({stopped['reason']}): checkpoint of the last level boundary written to "
-                     f"{stopped['checkpoint']}; to resume: {stopped['resume']}")
+                     f"{stopped['checkpoint']}{left_out}; to resume: {stopped['resume']}")
     if not s["complete"] and not s["counterexamples"]:
         lines.append(f"  partial run: no property is violated within {s['distinct_states']:,} states; nothing is "
                      f"shown to hold (exit {PARTIAL})")
