@@ -3,6 +3,7 @@ with them; a SIGKILL while they are stored leaves the first one, and a second si
 
 from __future__ import annotations
 
+import errno
 import json
 import queue
 import signal
@@ -118,6 +119,30 @@ def test_a_big_frontiers_stop_writes_its_checkpoint_first_and_then_its_states(tm
     assert ("leaving the frontier's states out" in err) is again
     monkeypatch.undo()
     assert _outcome(bfs.explore(model, resume=snap)) == _outcome(whole_run)
+
+
+def test_a_full_disk_while_the_states_are_stored_keeps_the_checkpoint_without_them(tmp_path, monkeypatch, capfd):
+    model = BoundedSystem(load_config(CONFIG))
+    identity = checkpoint.config_identity(model.cfg)
+    path = tmp_path / "stop.ckpt"
+    stop = _StopAfter(40)
+    monkeypatch.setattr(level_loop, "STORE_BELOW", 10)
+    real, saves = checkpoint.save, []
+
+    def save(target, header, body):
+        saves.append(len(body))
+        if len(saves) == 2:  # the file with the states, several times bigger
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(target, header, body)
+
+    monkeypatch.setattr(checkpoint, "save", save)
+    cut = bfs.explore(model, checkpoint=checkpoint.Checkpointer(path, float("inf"), identity), stop=stop)
+    assert stop.acted and stop.states_left_out and len(saves) == 2 and saves[1] > 2 * saves[0]
+    snap = checkpoint.load(path, identity)
+    assert "states.ends" not in snap.arrays and snap.meta["depth"] == cut.depth
+    assert "the frontier's states could not be stored (No space left on device)" in capfd.readouterr().err
+    monkeypatch.undo()
+    assert _outcome(bfs.explore(model, resume=snap)) == _outcome(bfs.explore(model))
 
 
 def test_a_stop_with_a_small_frontier_writes_once_with_its_states(tmp_path, monkeypatch):

@@ -379,7 +379,10 @@ def _run(model: Any, found: Exploration, levels: Levels, max_states: int | None,
                 if on_file != depth:
                     books.write(checkpoint, depth, width, witnesses, meta)
                 with stop.storing_states(depth, width, checkpoint.path), contextlib.suppress(StatesLeftOut):
-                    books.write(checkpoint, depth, width, witnesses, meta, states, stop.leave_states_out)
+                    try:
+                        books.write(checkpoint, depth, width, witnesses, meta, states, stop.leave_states_out)
+                    except OSError as err:
+                        stop.not_stored(err)
             elif checkpoint is not None:
                 books.write(checkpoint, depth, width, witnesses, meta, states)
     if stopped and width:
@@ -512,7 +515,10 @@ def resume_frontier(model: Any, snapshot: Snapshot,
                 raise BadCheckpoint(f"{snapshot.path}: the saved frontier is not the last level of the visited set")
             # The levels, where the file keeps them, are checked whoever reads them: the next checkpoint keeps
             # them too (`LocalBooks.write`).
-            by_level = level_fingerprints(model, visited, snapshot, want) if "levels" in snapshot.arrays else None
+            try:
+                by_level = level_fingerprints(model, visited, snapshot, want) if "levels" in snapshot.arrays else None
+            except ValueError as err:
+                raise BadCheckpoint(f"{snapshot.path}: the stored levels do not fit the visited set ({err})") from None
             sampled_paths(model, visited, want, by_level)
             if by_level is not None:
                 visited.levels = snapshot.arrays["levels"]  # checked by `level_fingerprints`, which it partitions

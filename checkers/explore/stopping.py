@@ -230,6 +230,13 @@ class StopRequest:
         finally:
             self.storing = False
 
+    def not_stored(self, err: OSError) -> None:
+        """The frontier's states could not be added to the stop's checkpoint (a full disk: they make the file
+        several times bigger); the checkpoint already on file stays, and the run ends as it would have."""
+        self.states_left_out = True
+        _say(f"kcm explore: the frontier's states could not be stored ({err.strerror or err}); the checkpoint "
+             f"already written stays (its resume replays the visited states)\n")
+
     def leave_states_out(self) -> bool:
         """Whether the frontier's states being stored are to be left out (a second signal came meanwhile)."""
         return self.states_left_out
