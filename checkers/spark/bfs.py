@@ -774,7 +774,7 @@ def storer(model: Any, key: int | None, sink: Any, search: str, reached: Collect
         else:
             states = spark_expand.judged_states(model, key, part, sink, search, state_props, batches)
         # As the expansion runs: the decoded states and their encodings are acyclic, and with the collector on,
-        # its scans revisited every state a chunk holds (measured on `large`: 3.3x the encoding's own time).
+        # its scans revisited every state a chunk holds (measured on `large`'s states: 195 us a state, 68 off).
         with no_collections():
             for seq, chunk in enumerate(stored.encode_chunks(states)):
                 yield pa.RecordBatch.from_arrays([pa.array([part], pa.int32()), pa.array([seq], pa.int32()),
