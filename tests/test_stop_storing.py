@@ -75,7 +75,7 @@ def _outcome(found) -> tuple:
 
 def _recorded(monkeypatch, path: Path, identity: str, stop: stopping.StopRequest, again: bool) -> tuple[list, list]:
     """Record each checkpoint write (depth, with states?) and, while the states are made, the file as it is
-    then (depth, with states?); with `again`, a second signal comes just then."""
+    then (depth, with states?); with `again`, a second signal comes just then. Every frontier counts as big."""
     calls, on_file, real = [], [], checkpoint.Checkpointer.write
 
     def write(self, visited, frontier, meta, stored=None, give_up=None):
@@ -92,7 +92,7 @@ def _recorded(monkeypatch, path: Path, identity: str, stop: stopping.StopRequest
         return real(self, visited, frontier, meta, maker if stored is not None else None, give_up)
 
     monkeypatch.setattr(checkpoint.Checkpointer, "write", write)
-    monkeypatch.setattr(level_loop, "STORE_BELOW", 0)  # every frontier is "big"
+    monkeypatch.setattr(level_loop, "STORE_BELOW", 0)
     return calls, on_file
 
 

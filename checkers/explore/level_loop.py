@@ -180,8 +180,8 @@ class LocalBooks:
         states live elsewhere gives them as stored arrays, `stored`)."""
         maker = None
         if states is not None:
-            held = getattr(states, "stored", None)
-            maker = (lambda: held(give_up)) if held is not None else (lambda: stored_states.pack(states, give_up))
+            gather = getattr(states, "stored", None)  # a frontier whose states live elsewhere (the workers)
+            maker = (lambda: gather(give_up)) if gather is not None else (lambda: stored_states.pack(states, give_up))
         levels = self.visited.levels
         if maker is not None and levels is not None:
             maker = with_levels(maker, levels)
@@ -246,8 +246,9 @@ def _run(model: Any, found: Exploration, levels: Levels, max_states: int | None,
             del states
     width: int | None = sizes[-1] if sizes else 0  # the frontier's size (None: not counted yet)
     total = sum(sizes)  # states visited (counted)
-    # The level boundary a resume starts from is on file already (with its states, where the file stores them): a
-    # periodic checkpoint made due by the rebuild would only write it again, without them when the frontier is big.
+    # The level boundary last put on file: the one a resume starts from (a periodic checkpoint made due by the
+    # rebuild would only write it again, without its states when the frontier is big), then each periodic one's
+    # (a stop at that boundary then only adds the frontier's states).
     on_file = depth if resume is not None else -1
     last_report = 0.0
     shown: tuple[int, int, int] | None = None  # a lazy engine's last line: (level, states, frontier)
