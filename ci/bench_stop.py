@@ -60,7 +60,10 @@ def timed_stop(config: str, engine: str, after: float, folder: Path) -> dict:
         found = WRITTEN.search(line)
         if found:
             whole, level, frontier = at - signalled, int(found[1]), int(found[2].replace(",", ""))
-    snap = checkpoint.load(path, checkpoint.config_identity(load_config(config)))
+    try:
+        snap = checkpoint.load(path, checkpoint.config_identity(load_config(config)))
+    except checkpoint.BadCheckpoint as err:  # the run ended before it wrote one (stderr says why)
+        raise SystemExit(f"bench_stop: {engine}: exit {proc.returncode}, no checkpoint ({err})") from None
     return {"engine": engine, "exit": proc.returncode, "level": snap.meta["depth"] if level is None else level,
             "frontier": snap.meta["sizes"][-1] if frontier is None else frontier, "whole": whole, "ended": ended,
             "stored": "states.ends" in snap.arrays, "bytes": path.stat().st_size,
@@ -77,6 +80,12 @@ def main() -> int:
     engines = [e for e in args.engines.split(",") if e]
     if not engines or any(e not in ENGINE_FLAGS for e in engines):
         parser.error(f"--engines takes a comma-separated list of {', '.join(ENGINE_FLAGS)}")
+    if not 0 <= args.after <= 86400:  # NaN fails too
+        parser.error("--after takes seconds from 0 to 86400")
+    try:
+        load_config(args.config)
+    except Exception as err:  # noqa: BLE001 - any config kcm refuses, said in one line
+        parser.error(f"--config {args.config}: {err}")
     print(f"{args.config}: SIGTERM {args.after:.0f} s after the start")
     print(f"{'engine':8} {'exit':>4} {'level':>5} {'frontier':>10} {'whole file s':>12} {'end s':>7} {'end/whole':>9}"
           f" {'states stored':>13} {'MB':>7}")
