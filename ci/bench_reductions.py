@@ -3,10 +3,12 @@
     python ci/bench_reductions.py [CONFIG ...] [--max-states N]
 
 Each config is explored twice by `kcm explore --continue --json` in its own process, once with every sound
-reduction (`--reductions auto`) and once with none, and the figures are printed with their ratios; the verdicts
-must be the same (the script exits 1 otherwise). The default configs are the shipped ones a reduction applies to,
-and `controller`, where none does (its cost is what choosing the reductions adds). The peak memory is the
-process's own maximum resident set (wait4's rusage), so runs do not blur each other.
+reduction (`--reductions auto`) and once with none, and the figures are printed with their ratios, and level by
+level (the states new at each level both runs reach: the least ratio, and the last level's); the verdicts (without
+the state counts they quote) and the counterexamples' lengths must be the same (the script exits 1 otherwise).
+With `--max-states N` each run stops after the level that reaches N, so a space too big to close is compared on
+its first levels (`large --max-states 1500000`: the full run's levels 0-9). The peak memory is the process's own
+maximum resident set (wait4's rusage), so runs do not blur each other.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import sys
 import tempfile
 import time
 
-DEFAULT = ["two-partitions", "controller"]
+DEFAULT = ["two-partitions", "controller", "tla-high-watermark"]
 
 
 def run(config: str, reductions: str, max_states: int | None) -> dict:
@@ -43,13 +45,35 @@ def run(config: str, reductions: str, max_states: int | None) -> dict:
     return {"summary": summary, "seconds": seconds, "peak_mib": usage.ru_maxrss / 1024}
 
 
+def kinds(verdicts: dict[str, str]) -> dict[str, str]:
+    """Verdicts without the state counts a bounded run quotes ("not violated within N states")."""
+    return {name: text.split(" within ")[0] for name, text in verdicts.items()}
+
+
+def lengths(summary: dict) -> dict[str, int]:
+    """Each counterexample's number of steps."""
+    return {name: len(trace) for name, trace in summary["counterexamples"].items()}
+
+
+def by_level(full: list, reduced: list) -> str:
+    """States new at each level both runs reach (`levels`: [states, seconds] per level): the ratios in brief."""
+    pairs = [(i, f[0], r[0]) for i, (f, r) in enumerate(zip(full, reduced, strict=False)) if f[0] and r[0]]
+    if not pairs:
+        return "none in common"
+    least = min(pairs, key=lambda p: p[1] / p[2])
+    last = pairs[-1]
+    return (f"levels 0-{last[0]} in common; least ratio {least[1] / least[2]:.2f}x (level {least[0]}: "
+            f"{least[1]:,} against {least[2]:,}); level {last[0]}: {last[1] / last[2]:.2f}x "
+            f"({last[1]:,} against {last[2]:,})")
+
+
 def main() -> int:
     """Print the side-by-side table; exit 1 if a reduced run's verdicts differ from the full run's."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("configs", nargs="*", default=DEFAULT)
     parser.add_argument("--max-states", type=int)
     args = parser.parse_args()
-    print(f"{'config':16} {'run':8} {'reductions':12} {'states':>10} {'depth':>5} {'seconds':>8} {'peak MiB':>8}")
+    print(f"{'config':16} {'run':8} {'reductions':24} {'states':>10} {'depth':>5} {'seconds':>8} {'peak MiB':>8}")
     bad = 0
     for config in args.configs:
         full = run(config, "none", args.max_states)
@@ -57,13 +81,14 @@ def main() -> int:
         for label, r in (("full", full), ("reduced", reduced)):
             s = r["summary"]
             applied = "+".join(s["reductions"]["applied"]) or "none"
-            print(f"{config:16} {label:8} {applied:12} {s['distinct_states']:>10,} {s['depth']:>5} "
+            print(f"{config:16} {label:8} {applied:24} {s['distinct_states']:>10,} {s['depth']:>5} "
                   f"{r['seconds']:>8.1f} {r['peak_mib']:>8.0f}")
         f, r = full["summary"], reduced["summary"]
-        same = f["verdicts"] == r["verdicts"]
+        same = kinds(f["verdicts"]) == kinds(r["verdicts"]) and lengths(f) == lengths(r)
         bad += not same
         print(f"{config:16} ratio    states {f['distinct_states'] / max(1, r['distinct_states']):.3f}x fewer, "
               f"time {full['seconds'] / max(1e-9, reduced['seconds']):.2f}x, verdicts {'same' if same else 'DIFFER'}")
+        print(f"{'':16} levels   {by_level(f['levels'], r['levels'])}")
         for name, why in r["reductions"]["refused"].items():
             print(f"{'':16} not applied: {name}: {why}")
     return 1 if bad else 0

@@ -35,3 +35,16 @@ def bfs_states(model: Any, levels: int | None = None, limit: int | None = None) 
         frontier = nxt
         depth += 1
     return out
+
+
+def as_explored(cfg: Any) -> tuple[Any, str]:
+    """The model `kcm explore` explores for a config by default (the reductions `auto` picks) and the identity its
+    checkpoints carry: what a test's own engine run needs for the command to resume its checkpoint, or to read the
+    command's."""
+    from kcm.checkers.core.bounded import BoundedSystem
+    from kcm.checkers.explore import checkpoint
+    from kcm.checkers.reductions import choice as reductions
+
+    base = BoundedSystem(cfg)
+    choice = reductions.choose(base, None)
+    return choice.model, checkpoint.config_identity(base.cfg, choice.identity())

@@ -14,6 +14,7 @@ from kcm.checkers.explore.checkpoint_lock import lock_path
 
 from kcm.cli import main
 from kcm.commands import explore
+from tests.explored import as_explored
 
 HOLDER = """
 import sys
@@ -101,7 +102,7 @@ def test_a_checkpoint_never_replaces_a_folder_a_device_or_another_file(tmp_path,
     for path in (empty, old):
         code, err = _explore(path, capsys)
         assert code == 0, err
-        assert checkpoint.load(path, checkpoint.config_identity(explore.load_config("tiny"))).meta["depth"] >= 1
+        assert checkpoint.load(path, as_explored(explore.load_config("tiny"))[1]).meta["depth"] >= 1
     # Without --checkpoint, a stray file with the default name is passed by, as a busy one is.
     monkeypatch.chdir(tmp_path)
     Path(explore.default_checkpoint("tiny")).write_text("notes")

@@ -60,7 +60,7 @@ def test_estimate_runs_from_the_cli_as_json():
     assert engines["local --workers 2"]["seconds"] <= engines["local"]["seconds"]  # rounded: equal when tiny
     assert "docs/performance.md" in engines["local --workers 2"]["speed_from"]
     text = kcm("explore", "--config", "tiny", "--estimate")
-    assert text.returncode == 0 and "distinct states 651, depth 9" in text.stdout
+    assert text.returncode == 0 and "distinct states 381, depth 8" in text.stdout
 
 
 def test_estimate_refuses_what_it_cannot_join():

@@ -18,6 +18,7 @@ from kcm.checkers.core.bounded import BoundedSystem, load_config
 from kcm.checkers.explore import bfs, checkpoint
 
 from kcm.cli import main
+from tests.explored import as_explored
 
 CLI = [sys.executable, "-c", "import sys; from kcm.cli import main; sys.exit(main(sys.argv[1:]))", "explore"]
 KEYS = ("distinct_states", "transitions", "depth", "complete", "verdicts", "counterexamples")
@@ -25,8 +26,7 @@ KEYS = ("distinct_states", "transitions", "depth", "complete", "verdicts", "coun
 
 def _checkpoint_depth(path, config: str = "controller") -> int:
     try:
-        identity = checkpoint.config_identity(load_config(config))
-        return checkpoint.load(path, identity).meta["depth"]
+        return checkpoint.load(path, as_explored(load_config(config))[1]).meta["depth"]
     except checkpoint.BadCheckpoint:
         return -1
 
@@ -43,7 +43,7 @@ def test_killed_run_resumes_to_the_counts_of_an_uninterrupted_run(tmp_path):
                                    "--checkpoint-every", "0"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 240
-        # Wait for a checkpoint from the middle of the run (level 6 of 14), so the resumed part is real work.
+        # Wait for a checkpoint from the middle of the run (level 6 of 13), so the resumed part is real work.
         while _checkpoint_depth(ckpt) < 6:
             assert proc.poll() is None, proc.stderr.read().decode()
             assert time.monotonic() < deadline, "no checkpoint at level 6 within 240 s"
@@ -53,17 +53,16 @@ def test_killed_run_resumes_to_the_counts_of_an_uninterrupted_run(tmp_path):
         proc.wait()
     assert proc.returncode == -signal.SIGKILL
     resumed_from = _checkpoint_depth(ckpt)
-    assert 6 <= resumed_from < 14
+    assert 6 <= resumed_from < 13
     a = _summary(["--config", "controller", "--resume", str(ckpt)])
     b = _summary(["--config", "controller"])
     assert {k: a[k] for k in KEYS} == {k: b[k] for k in KEYS}
-    assert a["distinct_states"] == 38611 and a["depth"] == 14
+    assert a["distinct_states"] == 27697 and a["depth"] == 13  # the dead-broker reduction's (full: 38,611, 14)
 
 
 def test_a_write_killed_half_way_leaves_the_last_checkpoint_whole_and_its_temporary_file_is_cleaned(tmp_path):
     ckpt = tmp_path / "unclean.ckpt"
-    model = BoundedSystem(load_config("unclean"))
-    identity = checkpoint.config_identity(model.cfg)
+    model, identity = as_explored(load_config("unclean"))  # the command resumes it
     keep = checkpoint.Checkpointer(ckpt, 0, identity)
     bfs.explore(model, max_states=300, checkpoint=keep)
     before = ckpt.read_bytes()
@@ -109,7 +108,7 @@ def test_a_config_that_differs_only_in_its_description_resumes(tmp_path, capsys)
     path = tmp_path / "tiny-described.json"
     path.write_text(json.dumps(cfg))
     assert main(["explore", "--config", str(path), "--quiet", "--json", "--resume", str(ckpt)]) == 0
-    assert json.loads(capsys.readouterr().out)["distinct_states"] == 651
+    assert json.loads(capsys.readouterr().out)["distinct_states"] == 381
 
 
 def test_every_damaged_byte_is_refused_never_resumed(tmp_path, capsys):
@@ -187,9 +186,9 @@ def test_resume_of_a_finished_tiny_run_gives_the_same_summary(tmp_path, capsys):
 def test_a_violation_found_before_the_checkpoint_is_kept_on_resume(tmp_path, capsys):
     whole = _summary(["--config", "unclean", "--continue"])
     ckpt = tmp_path / "unclean.ckpt"
-    model = BoundedSystem(load_config("unclean"))
-    keep = checkpoint.Checkpointer(ckpt, 0, checkpoint.config_identity(model.cfg))
-    partial = bfs.explore(model, max_states=700, checkpoint=keep)
+    model, identity = as_explored(load_config("unclean"))  # the command resumes it
+    keep = checkpoint.Checkpointer(ckpt, 0, identity)
+    partial = bfs.explore(model, max_states=500, checkpoint=keep)
     assert partial.violations and not partial.complete
     again = _summary(["--config", "unclean", "--continue", "--resume", str(ckpt)])
     assert {k: again[k] for k in KEYS} == {k: whole[k] for k in KEYS}

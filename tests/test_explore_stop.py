@@ -28,7 +28,7 @@ def test_the_command_stops_after_the_level_of_the_first_violation_and_continue_g
 def test_a_clean_config_is_explored_whole_by_default(capsys):
     assert main(["explore", "--config", "tiny", "--quiet", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["complete"] and not out["stopped_at_violation"] and out["distinct_states"] == 651
+    assert out["complete"] and not out["stopped_at_violation"] and out["distinct_states"] == 381
 
 
 def test_the_counterexample_does_not_depend_on_the_order_an_engine_yields_successors():

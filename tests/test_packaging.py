@@ -111,7 +111,7 @@ def test_the_wheel_works_from_an_empty_folder(wheel, tmp_path):
     run = _run(bindir, empty, "run", "s.json")
     assert run.returncode == 0, run.stderr
     explore = _run(bindir, empty, "explore", "--config", "tiny", "--quiet")
-    assert explore.returncode == 0 and "distinct states 651" in explore.stdout, explore.stderr
+    assert explore.returncode == 0 and "distinct states 381" in explore.stdout, explore.stderr
     prove = _run(bindir, empty, "prove", "--config", "tiny")
     assert prove.returncode == 0 and "proved" in prove.stdout, prove.stderr
     gate = _run(bindir, empty, "gate", "--skip", "prove")

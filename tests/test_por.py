@@ -99,11 +99,12 @@ def test_the_footprint_guard_sees_a_step_that_writes_another_partition():
     pytest.fail("no global step changed both partitions")
 
 
+@pytest.mark.parametrize("wanted", [("por",), None], ids=["por", "auto"])
 @pytest.mark.parametrize("cfg", [SMALL, UNCLEAN], ids=lambda c: c["name"])
-def test_reduced_and_full_searches_agree_on_every_verdict(cfg):
+def test_reduced_and_full_searches_agree_on_every_verdict(cfg, wanted):
     base = BoundedSystem(cfg)
-    choice = reductions.choose(base, None)
-    assert choice.applied == ["por"]
+    choice = reductions.choose(base, wanted)
+    assert choice.applied == (["por"] if wanted else ["por", "dead-brokers"])  # auto: both, the second on top
     full = bfs.explore(base)
     reduced = bfs.explore(choice.model)
     assert reduced.verdicts(base.properties()) == full.verdicts(base.properties())
@@ -119,7 +120,7 @@ def test_the_command_names_its_reductions_and_prints_the_full_search_counterexam
     full = kcm("explore", "--config", path, "--quiet", "--json", "--reductions", "none")
     assert reduced.returncode == full.returncode == 1, reduced.stderr + full.stderr
     r, f = json.loads(reduced.stdout), json.loads(full.stdout)
-    assert r["reductions"]["applied"] == ["por"] and "counterexamples" in r["reductions"]
+    assert r["reductions"]["applied"] == ["por", "dead-brokers"] and "counterexamples" in r["reductions"]
     assert f["reductions"]["applied"] == [] and set(f["reductions"]["refused"]) == set()
     assert r["counterexamples"] == f["counterexamples"] and r["verdicts"] == f["verdicts"]
     text = kcm("explore", "--config", path, "--quiet", "--continue")
@@ -136,7 +137,7 @@ def test_other_engines_explore_the_same_reduced_space(tmp_path, engine):
     path = write(tmp_path, SMALL)
     one = json.loads(kcm("explore", "--config", path, "--quiet", "--json").stdout)
     other = json.loads(kcm("explore", "--config", path, "--quiet", "--json", *engine).stdout)
-    assert one["reductions"]["applied"] == other["reductions"]["applied"] == ["por"]
+    assert one["reductions"]["applied"] == other["reductions"]["applied"] == ["por", "dead-brokers"]
     assert (one["distinct_states"], one["transitions"], one["verdicts"]) == \
         (other["distinct_states"], other["transitions"], other["verdicts"])
 

@@ -17,6 +17,8 @@ from kcm.checkers.explore import bfs, checkpoint
 from kcm.checkers.explore.stopping import StopRequest
 from kcm.checkers.spark.checkpoint import NO_PARENT, Links, as_longs
 
+from tests.explored import as_explored
+
 IN_CI = bool(os.environ.get("CI"))
 needs_java = pytest.mark.skipif(shutil.which("java") is None and not IN_CI, reason="Spark needs Java")
 CLI = [sys.executable, "-c", "import sys; from kcm.cli import main; sys.exit(main(sys.argv[1:]))", "explore"]
@@ -183,14 +185,14 @@ def _summary(args: list[str]) -> dict:
 @pytest.mark.spark
 @pytest.mark.slow
 def test_a_spark_run_killed_mid_run_resumes_to_the_counts_of_an_uninterrupted_run(tmp_path):
-    identity = checkpoint.config_identity(load_config("controller"))
+    identity = as_explored(load_config("controller"))[1]  # the command writes it
     ckpt = tmp_path / "controller.ckpt"
     proc = subprocess.Popen(CLI + ["--config", "controller", "--quiet", "--checkpoint", str(ckpt),
                                    "--checkpoint-every", "0"] + SPARK,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
     try:
         deadline = time.monotonic() + 600
-        # Level 6 of 14 is past the levels the driver expands: the kill hits the Spark part of the search.
+        # Level 6 of 13 is past the levels the driver expands: the kill hits the Spark part of the search.
         while _depth(ckpt, identity) < 6:
             assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
             assert time.monotonic() < deadline, "no checkpoint at level 6 within 600 s"
@@ -199,11 +201,11 @@ def test_a_spark_run_killed_mid_run_resumes_to_the_counts_of_an_uninterrupted_ru
     finally:
         proc.wait()
     assert proc.returncode == -signal.SIGKILL
-    assert 6 <= _depth(ckpt, identity) < 14
+    assert 6 <= _depth(ckpt, identity) < 13
     a = _summary(["--config", "controller", "--resume", str(ckpt)] + SPARK)
     b = _summary(["--config", "controller"])  # the local engine, uninterrupted
     assert {k: a[k] for k in KEYS} == {k: b[k] for k in KEYS}
-    assert a["distinct_states"] == 38611 and a["depth"] == 14
+    assert a["distinct_states"] == 27697 and a["depth"] == 13
 
 
 # Runs `kcm explore`, except that its 4th checkpoint write is killed (SIGKILL, the driver's whole process group)
@@ -231,7 +233,7 @@ sys.exit(main(sys.argv[1:]))
 @pytest.mark.spark
 @pytest.mark.slow
 def test_a_spark_run_killed_during_a_checkpoint_write_resumes_from_the_last_whole_one(tmp_path):
-    identity = checkpoint.config_identity(load_config("controller"))
+    identity = as_explored(load_config("controller"))[1]  # the command writes it
     ckpt = tmp_path / "controller.ckpt"
     args = ["explore", "--config", "controller", "--quiet", "--checkpoint", str(ckpt), "--checkpoint-every", "0",
             "--driver-below", "0"] + SPARK

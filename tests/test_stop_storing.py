@@ -18,6 +18,7 @@ from kcm.checkers.core.bounded import BoundedSystem, load_config
 from kcm.checkers.explore import bfs, checkpoint, level_loop, stopping, stored_states, workers
 from kcm.checkers.explore.stopping import StatesLeftOut
 
+from tests.explored import as_explored
 from tests.test_explore_signals import LONG, _kcm, _same
 
 CONFIG = "controller"
@@ -262,8 +263,7 @@ def test_a_sigkill_or_a_second_signal_while_the_states_are_stored_leaves_a_whole
     out = proc.stdout.read()  # to its end, as the process ends
     proc.wait(timeout=120)
     rest = err.rest()
-    identity = checkpoint.config_identity(load_config(LONG))
-    snap = checkpoint.load(ckpt, identity)
+    snap = checkpoint.load(ckpt, as_explored(load_config(LONG))[1])  # the command wrote it
     assert "states.ends" not in snap.arrays and not list(tmp_path.glob(".*.tmp"))
     if second == signal.SIGINT:
         assert proc.returncode == 3 and "Traceback" not in rest, rest

@@ -13,7 +13,7 @@ from kcm.checkers.explore import checkpoint, level_loop, stored_states
 from kcm.checkers.explore.stored_states import pack, unpack
 
 from kcm.cli import main
-from tests.explored import bfs_states
+from tests.explored import as_explored, bfs_states
 from tests.test_explore_resume import _refused, _rewrite
 
 KEYS = ("distinct_states", "transitions", "depth", "complete", "verdicts", "counterexamples")
@@ -87,7 +87,7 @@ def _summary(args, capsys) -> dict:
 def test_a_resume_from_stored_states_replays_no_level_and_ends_as_an_uninterrupted_run(tmp_path, capsys,
                                                                                      monkeypatch):
     ckpt = _partial(tmp_path, capsys)
-    snap = checkpoint.load(ckpt, checkpoint.config_identity(load_config("controller")))
+    snap = checkpoint.load(ckpt, as_explored(load_config("controller"))[1])
     assert "states.ends" in snap.arrays and snap.meta["depth"] >= 4
 
     def no_replay(*_args, **_kwargs):
@@ -98,7 +98,7 @@ def test_a_resume_from_stored_states_replays_no_level_and_ends_as_an_uninterrupt
     monkeypatch.undo()
     whole = _summary(["--config", "controller"], capsys)
     assert {k: resumed[k] for k in KEYS} == {k: whole[k] for k in KEYS}
-    assert resumed["distinct_states"] == 38611
+    assert resumed["distinct_states"] == 27697
 
 
 @pytest.mark.parametrize("workers", ["1", "2"])
@@ -106,7 +106,7 @@ def test_a_resume_does_not_write_the_level_it_resumed_again(tmp_path, capsys, mo
     # With `--checkpoint F --resume F` (the resume line kcm prints), a periodic checkpoint made due by the rebuild
     # would overwrite the stop's file, with its states, by one of the same level without them.
     ckpt = _partial(tmp_path, capsys)
-    depth = checkpoint.load(ckpt, checkpoint.config_identity(load_config("controller"))).meta["depth"]
+    depth = checkpoint.load(ckpt, as_explored(load_config("controller"))[1]).meta["depth"]
     written, real = [], checkpoint.Checkpointer.write
     monkeypatch.setattr(level_loop, "STORE_BELOW", 10)  # the periodic checkpoints store no states
 
@@ -117,7 +117,7 @@ def test_a_resume_does_not_write_the_level_it_resumed_again(tmp_path, capsys, mo
     monkeypatch.setattr(checkpoint.Checkpointer, "write", write)
     resumed = _summary(["--config", "controller", "--workers", workers, "--checkpoint", str(ckpt),
                         "--checkpoint-every", "0", "--resume", str(ckpt)], capsys)
-    assert resumed["distinct_states"] == 38611
+    assert resumed["distinct_states"] == 27697
     assert written and min(written) == depth + 1
 
 
@@ -125,7 +125,7 @@ def test_a_resume_says_whether_it_decodes_the_stored_frontier_or_replays(tmp_pat
     ckpt = _partial(tmp_path, capsys)
     assert main(["explore", "--config", "controller", "--resume", str(ckpt), "--json"]) == 0
     first = capsys.readouterr().err.splitlines()[0]
-    assert first.startswith(f"resuming {ckpt} at level ") and "decoding the frontier's 1,517 states stored" in first
+    assert first.startswith(f"resuming {ckpt} at level ") and "decoding the frontier's 1,503 states stored" in first
     monkeypatch.setattr(stored_states, "msgpack", None)  # an install without MessagePack cannot read them
     assert main(["explore", "--config", "controller", "--resume", str(ckpt), "--json"]) == 0
     assert "replaying every visited state" in capsys.readouterr().err.splitlines()[0]
@@ -134,11 +134,11 @@ def test_a_resume_says_whether_it_decodes_the_stored_frontier_or_replays(tmp_pat
 def test_a_big_frontier_is_stored_only_by_a_stop_and_a_file_without_states_replays(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(level_loop, "STORE_BELOW", 10)
     ckpt = _partial(tmp_path, capsys, "tiny", 200)
-    identity = checkpoint.config_identity(load_config("tiny"))
+    identity = as_explored(load_config("tiny"))[1]
     assert "states.ends" not in checkpoint.load(ckpt, identity).arrays
     replayed, real = [], level_loop.replay_levels
     monkeypatch.setattr(level_loop, "replay_levels", lambda *a, **k: replayed.append(1) or real(*a, **k))
-    assert _summary(["--config", "tiny", "--resume", str(ckpt)], capsys)["distinct_states"] == 651
+    assert _summary(["--config", "tiny", "--resume", str(ckpt)], capsys)["distinct_states"] == 381
     assert replayed
 
 
@@ -147,10 +147,10 @@ def test_without_messagepack_no_state_is_stored_and_stored_ones_are_replayed_ins
     ckpt = _partial(tmp_path, capsys, "tiny", 200)
     monkeypatch.setattr(stored_states, "msgpack", None)
     other = _partial(tmp_path / "other", capsys, "tiny", 200)
-    identity = checkpoint.config_identity(load_config("tiny"))
+    identity = as_explored(load_config("tiny"))[1]
     assert "states.ends" not in checkpoint.load(other, identity).arrays
     assert "states.ends" in checkpoint.load(ckpt, identity).arrays
-    assert _summary(["--config", "tiny", "--resume", str(ckpt)], capsys)["distinct_states"] == 651
+    assert _summary(["--config", "tiny", "--resume", str(ckpt)], capsys)["distinct_states"] == 381
 
 
 def _swap_two_states(arrays):
@@ -208,8 +208,8 @@ def test_a_stored_checkpoint_of_the_local_engines_keeps_each_visited_states_leve
     assert main(["explore", "--config", "controller", "--quiet", "--max-states", "3000", "--checkpoint", str(ckpt),
                  "--checkpoint-every", "0", "--workers", workers]) == 3
     capsys.readouterr()
-    model = BoundedSystem(load_config("controller"))
-    snap = checkpoint.load(ckpt, checkpoint.config_identity(model.cfg))
+    model, identity = as_explored(load_config("controller"))  # the command's model wrote it
+    snap = checkpoint.load(ckpt, identity)
     assert {"states.ends", "levels"} <= snap.arrays.keys() and snap.arrays["levels"].dtype == np.uint8
     assert np.array_equal(snap.arrays["levels"], _levels_of(model, snap))
 
@@ -221,8 +221,7 @@ def test_a_resume_keeps_the_levels_for_its_next_checkpoint_whether_it_replays_or
     from kcm.checkers.explore import bfs
     from kcm.checkers.explore.stopping import StopRequest
 
-    model = BoundedSystem(load_config("controller"))
-    identity = checkpoint.config_identity(model.cfg)
+    model, identity = as_explored(load_config("controller"))  # the command's model writes the source
     monkeypatch.setattr(level_loop, "STORE_BELOW", 10)  # the periodic checkpoints store no states
     source = _partial(tmp_path, capsys, states=2000)
     assert "states.ends" not in checkpoint.load(source, identity).arrays

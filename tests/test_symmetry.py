@@ -126,7 +126,8 @@ def test_trivial_group_changes_nothing_on_tiny():
 def test_cli_reports_reduced_and_unreduced_counts(capsys, tmp_path):
     config = tmp_path / "four.json"
     config.write_text(json.dumps(FOUR))
-    assert main(["explore", "--config", str(config), "--quiet", "--json", "--symmetry-compare"]) == 0
+    assert main(["explore", "--config", str(config), "--quiet", "--json", "--reductions", "symmetry",
+                 "--symmetry-compare"]) == 0
     sym = json.loads(capsys.readouterr().out)["symmetry"]
     assert sym["group_size"] == 2 and sym["reduced_states"] < sym["unreduced_states"]
     assert main(["explore", "--config", str(config), "--quiet", "--symmetry"]) == 0

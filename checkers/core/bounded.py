@@ -383,7 +383,11 @@ class BoundedSystem(ModelBase):
                     out.append(A.Consume(tp, 0))
                 if lai is not None:
                     # The leader shrinks the ISR as it sees it (under async delivery its view may be behind ZK's).
-                    own = dict(state.replicas).get((tp[0], tp[1], lai.leader))
+                    # A leader that is not live shrinks nothing (the step refuses): ZK's ISR names the steps, so
+                    # what a dead broker kept in memory offers none (checkers/reductions/dead_brokers.py).
+                    leader = brokers.get(lai.leader)
+                    own = dict(state.replicas).get((tp[0], tp[1], lai.leader)) \
+                        if leader is not None and leader.alive else None
                     out += [self._per_replica[(tp, b)][1] for b in (own.isr if own is not None else lai.isr)
                             if b != lai.leader]
         if "deletion" in fam:

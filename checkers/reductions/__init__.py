@@ -1,1 +1,2 @@
-"""The reductions of the state space (broker symmetry, partial-order reduction), each with its soundness gate."""
+"""The reductions of the state space (broker symmetry, partial-order reduction, dead brokers), each with its
+soundness gate."""

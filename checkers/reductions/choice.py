@@ -2,10 +2,13 @@
 
 A reduction is a claim about a config (docs/exploration.md, "Reductions"): broker symmetry (symmetry.py)
 keeps one state per orbit of the config's symmetry group; partial-order reduction (por.py) expands one
-partition's steps where they commute with every other step. Each is applied where its argument holds and refused,
-with the reason, elsewhere. The two are not combined: where symmetry applies, partial-order reduction is refused
-(its argument is made for the unreduced graph; combining them needs an ample-set choice invariant under the
-group, which this engine does not make).
+partition's steps where they commute with every other step; the dead-broker reduction (dead_brokers.py) keeps one
+state per class of states that differ only in what brokers down for good kept in memory. Each is applied where its
+argument holds and refused, with the reason, elsewhere. Symmetry and partial-order reduction are not combined:
+where symmetry applies, partial-order reduction is refused (its argument is made for the unreduced graph;
+combining them needs an ample-set choice invariant under the group, which this engine does not make). The
+dead-broker reduction wraps either: its classes are unions of bisimilar states that every offered action list,
+ample set, renaming and verdict treats alike.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-NAMES = ("symmetry", "por")
+NAMES = ("symmetry", "por", "dead-brokers")
 DEFAULT = "auto"  # every reduction whose argument holds for the config
 
 
@@ -72,7 +75,7 @@ def choose(base: Any, wanted: tuple[str, ...] | None, user_properties: bool = Fa
     name cannot be argued for this config. `user_properties`: the run checks predicates of the user's, which
     may tell brokers or partitions apart; `exhaustive` False: random walks, which partial-order reduction does
     not serve."""
-    from kcm.checkers.reductions import por
+    from kcm.checkers.reductions import dead_brokers, por
     from kcm.checkers.reductions.symmetry import SymmetricModel, symmetry_group
 
     choice = Choice(base)
@@ -103,6 +106,13 @@ def choose(base: Any, wanted: tuple[str, ...] | None, user_properties: bool = Fa
             choice.applied.append("por")
         else:
             choice.refused["por"] = why_not
+    if "dead-brokers" in names:
+        why_not = dead_brokers.why_unsound(base, user_properties)
+        if why_not is None:
+            choice.model = dead_brokers.DeadBrokersModel(choice.model, base)
+            choice.applied.append("dead-brokers")
+        else:
+            choice.refused["dead-brokers"] = why_not
     if wanted:  # asked for by name: a refusal is an error, not a silently bigger run
         for name in wanted:
             if name in choice.refused:
