@@ -4,7 +4,7 @@
 
 Each config is explored twice by `kcm explore --continue --json` in its own process, once with every sound
 reduction (`--reductions auto`) and once with none, and the figures are printed with their ratios, and level by
-level (the states new at each level both runs reach: the least ratio, and the last level's); the verdicts (without
+level (the states new at each level both runs reach, full over reduced); the verdicts (without
 the state counts they quote) and the counterexamples' lengths must be the same (the script exits 1 otherwise).
 With `--max-states N` each run stops after the level that reaches N, so a space too big to close is compared on
 its first levels (`large --max-states 1500000`: the full run's levels 0-9). The peak memory is the process's own
@@ -56,15 +56,14 @@ def lengths(summary: dict) -> dict[str, int]:
 
 
 def by_level(full: list, reduced: list) -> str:
-    """States new at each level both runs reach (`levels`: [states, seconds] per level): the ratios in brief."""
+    """States new at each level both runs reach (`levels`: [states, seconds] per level): full over reduced, level 0
+    first, and where the gap is widest."""
     pairs = [(i, f[0], r[0]) for i, (f, r) in enumerate(zip(full, reduced, strict=False)) if f[0] and r[0]]
     if not pairs:
         return "none in common"
-    least = min(pairs, key=lambda p: p[1] / p[2])
-    last = pairs[-1]
-    return (f"levels 0-{last[0]} in common; least ratio {least[1] / least[2]:.2f}x (level {least[0]}: "
-            f"{least[1]:,} against {least[2]:,}); level {last[0]}: {last[1] / last[2]:.2f}x "
-            f"({last[1]:,} against {last[2]:,})")
+    widest = max(pairs, key=lambda p: p[1] / p[2])
+    return (f"full/reduced {' '.join(f'{f / r:.2f}' for _, f, r in pairs)}; widest at level {widest[0]} "
+            f"({widest[1]:,} against {widest[2]:,})")
 
 
 def main() -> int:

@@ -107,6 +107,8 @@ def test_reduced_and_full_searches_agree_with_each_bug_in_and_fixed(variant):
 
 def test_configs_it_cannot_serve_get_a_reason():
     assert "broker_failure" in dead_brokers.why_unsound(BoundedSystem(load_config("async-kip320")))
+    none_fail = dict(load_config("tiny"), bounds={**load_config("tiny").get("bounds", {}), "max_failures": 0})
+    assert "max_failures is 0" in dead_brokers.why_unsound(BoundedSystem(none_fail))
     assert "--property" in dead_brokers.why_unsound(BoundedSystem(load_config("tiny")), user_properties=True)
     choice = reductions.choose(BoundedSystem(load_config("tiny")), None, user_properties=True)
     assert "dead-brokers" in choice.refused and "dead-brokers" not in choice.applied
@@ -132,6 +134,9 @@ def test_the_command_names_it_and_none_turns_it_off():
     assert reduced["reductions"]["applied"] == ["dead-brokers"]
     assert (reduced["distinct_states"], full["distinct_states"]) == (27697, 38611)
     assert kinds(reduced["verdicts"]) == kinds(full["verdicts"])
+    text = kcm("explore", "--config", "controller", "--quiet", "--reductions-compare")
+    assert "reduction dead-brokers (a broker down for good is told apart only by its logs and HWs): 27,697 states, " \
+           "38,611 without" in text.stdout
     named = kcm("explore", "--config", "async-kip320", "--quiet", "--reductions", "dead-brokers")
     assert named.returncode == 2 and "dead-brokers: not sound for this config" in named.stderr
     assert len(named.stderr.strip().splitlines()) == 1

@@ -31,7 +31,7 @@ from typing import Any
 
 from kcm.checkers.explore.verdicts import state_checks, step_checks
 from kcm.checkers.reductions.reduced_model import ReducedModel
-from kcm.model.cluster import Cluster, ReplicaData
+from kcm.model.cluster import BrokerState, Cluster, ReplicaData
 from kcm.model.fmap import EMPTY
 
 # The fields of a replica that live in its broker's memory, and the values they take in the forgotten form.
@@ -41,6 +41,8 @@ if ReplicaData._fields[:2] != ("log", "hw") or set(ReplicaData._fields[2:]) != s
     raise ImportError("kcm.checkers.reductions.dead_brokers: ReplicaData's fields changed; decide what a broker "
                       "down for good forgets of the new ones")
 _TAIL = tuple(ReplicaData((), 0, **FORGOTTEN))[2:]  # a forgotten replica is (log, hw, *_TAIL)
+_BROKERS, _REPLICAS = Cluster._fields.index("brokers"), Cluster._fields.index("replicas")
+_EPOCH = BrokerState._fields.index("controller_epoch")  # the accepted controller epoch, forgotten when not ahead
 
 
 def why_unsound(model: Any, user_properties: bool = False) -> str | None:
@@ -49,6 +51,8 @@ def why_unsound(model: Any, user_properties: bool = False) -> str | None:
         return "a --property predicate may read a down broker's replicas"
     if "broker_failure" not in model.families:
         return "no broker goes down for good (the broker_failure family is off)"
+    if model.bounds["max_failures"] < 1:
+        return "no broker goes down for good (max_failures is 0)"
     return None
 
 
@@ -59,6 +63,8 @@ class DeadBrokersModel(ReducedModel):
         super().__init__(inner)
         self.restarts = full.bounds["max_restarts"]  # a broker with this many restarts is never started again
         self._last: tuple[Any, frozenset[int]] = ((), frozenset())  # the last brokers map looked at, its dead
+        self._brokers: tuple[Any, int, Any] = (None, -1, None)  # the last brokers map forgotten, the epoch, the form
+        self._replicas: tuple[Any, frozenset[int], Any] = (None, frozenset(), None)  # the same for the replicas
 
     def __getattr__(self, name: str) -> Any:
         if name == "base":  # not set yet (unpickling, in a Spark executor): no base to ask
@@ -81,13 +87,27 @@ class DeadBrokersModel(ReducedModel):
         dead = self.down_for_good(state)
         if not dead:
             return state
-        epoch = state.zk.controller_epoch
-        brokers = tuple([(b, s._replace(controller_epoch=0) if b in dead and 0 < s.controller_epoch <= epoch else s)
-                         for b, s in state.brokers])
-        # tuple.__new__: the record without _replace's keyword machinery (this runs for every successor)
-        replicas = tuple([(k, tuple.__new__(ReplicaData, (d[0], d[1], *_TAIL)) if k[2] in dead else d)
-                          for k, d in state.replicas])
-        return state._replace(brokers=brokers, replicas=replicas)
+        # Each part's forgotten form is kept for the next call: the successors of one state mostly share its parts.
+        brokers, replicas, epoch = state.brokers, state.replicas, state.zk.controller_epoch
+        was = self._brokers
+        if was[0] is brokers and was[1] == epoch:
+            new_brokers = was[2]
+        else:
+            new_brokers = tuple([(b, tuple.__new__(BrokerState, (*s[:_EPOCH], 0, *s[_EPOCH + 1:]))
+                                  if b in dead and 0 < s[_EPOCH] <= epoch else s) for b, s in brokers])
+            self._brokers = (brokers, epoch, new_brokers)
+        was = self._replicas
+        if was[0] is replicas and was[1] == dead:
+            new_replicas = was[2]
+        else:
+            # tuple.__new__: the record without _replace's keyword machinery (this runs for most successors)
+            new_replicas = tuple([(k, tuple.__new__(ReplicaData, (d[0], d[1], *_TAIL)) if k[2] in dead else d)
+                                  for k, d in replicas])
+            self._replicas = (replicas, dead, new_replicas)
+        parts = list(state)
+        parts[_BROKERS] = new_brokers
+        parts[_REPLICAS] = new_replicas
+        return tuple.__new__(Cluster, parts)
 
     def fingerprint(self, state: Any) -> int:
         """The inner model's fingerprint of the forgotten form: one fingerprint per class."""
