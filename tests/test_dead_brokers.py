@@ -135,7 +135,7 @@ def test_the_command_names_it_and_none_turns_it_off():
     assert (reduced["distinct_states"], full["distinct_states"]) == (27697, 38611)
     assert kinds(reduced["verdicts"]) == kinds(full["verdicts"])
     text = kcm("explore", "--config", "controller", "--quiet", "--reductions-compare")
-    assert "reduction dead-brokers (a broker down for good is told apart only by its logs and HWs): 27,697 states, " \
+    assert "reduction dead-brokers (what a broker down for good kept in memory is forgotten): 27,697 states, " \
            "38,611 without" in text.stdout
     named = kcm("explore", "--config", "async-kip320", "--quiet", "--reductions", "dead-brokers")
     assert named.returncode == 2 and "dead-brokers: not sound for this config" in named.stderr

@@ -383,8 +383,9 @@ class BoundedSystem(ModelBase):
                     out.append(A.Consume(tp, 0))
                 if lai is not None:
                     # The leader shrinks the ISR as it sees it (under async delivery its view may be behind ZK's).
-                    # A leader that is not live shrinks nothing (the step refuses): ZK's ISR names the steps, so
-                    # what a dead broker kept in memory offers none (checkers/reductions/dead_brokers.py).
+                    # A leader that is not live shrinks nothing (the step refuses every shrink): the steps offered
+                    # are then named from ZK's ISR, never from what the dead broker kept in memory, which the
+                    # dead-broker reduction forgets (checkers/reductions/dead_brokers.py).
                     leader = brokers.get(lai.leader)
                     own = dict(state.replicas).get((tp[0], tp[1], lai.leader)) \
                         if leader is not None and leader.alive else None

@@ -296,7 +296,7 @@ def _reductions_text(s: dict) -> str:
         lines.append(f"  reduction por (partial-order, persistent sets over partitions): {s['distinct_states']:,} "
                      f"states{unreduced}")
     if "dead-brokers" in red["applied"]:
-        lines.append(f"  reduction dead-brokers (a broker down for good is told apart only by its logs and HWs): "
+        lines.append(f"  reduction dead-brokers (what a broker down for good kept in memory is forgotten): "
                      f"{s['distinct_states']:,} states{unreduced}")
     if "counterexamples" in red:
         lines.append(f"  counterexamples: {red['counterexamples']}")
