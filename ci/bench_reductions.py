@@ -56,13 +56,13 @@ def lengths(summary: dict) -> dict[str, int]:
 
 
 def by_level(full: list, reduced: list) -> str:
-    """States new at each level both runs reach (`levels`: [states, seconds] per level): full over reduced, level 0
-    first, and where the gap is widest."""
-    pairs = [(i, f[0], r[0]) for i, (f, r) in enumerate(zip(full, reduced, strict=False)) if f[0] and r[0]]
+    """States new at each level both runs reach (`levels`: [states, seconds] of each level made, level 1 first):
+    full over reduced, level 1 first, and where the gap is widest."""
+    pairs = [(i, f[0], r[0]) for i, (f, r) in enumerate(zip(full, reduced, strict=False), start=1) if f[0] and r[0]]
     if not pairs:
         return "none in common"
     widest = max(pairs, key=lambda p: p[1] / p[2])
-    return (f"full/reduced {' '.join(f'{f / r:.2f}' for _, f, r in pairs)}; widest at level {widest[0]} "
+    return (f"full/reduced from level 1: {' '.join(f'{f / r:.2f}' for _, f, r in pairs)}; widest at level {widest[0]} "
             f"({widest[1]:,} against {widest[2]:,})")
 
 
