@@ -66,11 +66,6 @@ class DeadBrokersModel(ReducedModel):
         self._brokers: tuple[Any, int, Any] = (None, -1, None)  # the last brokers map forgotten, the epoch, the form
         self._replicas: tuple[Any, frozenset[int], Any] = (None, frozenset(), None)  # the same for the replicas
 
-    def __getattr__(self, name: str) -> Any:
-        if name == "base":  # not set yet (unpickling, in a Spark executor): no base to ask
-            raise AttributeError(name)
-        return getattr(self.base, name)  # what a Model does not declare (families, tps, ...) is the inner model's
-
     def down_for_good(self, state: Cluster) -> frozenset[int]:
         """The brokers of `state` that are not live and have no restart left."""
         brokers = state.brokers
@@ -128,12 +123,13 @@ def bisimulation_failures(model: Any, states: Iterable[Any]) -> list[str]:
         f = reduced.forget(s)
         if f is s:
             continue
-        if model.actions(s) != model.actions(f):
+        offered = model.actions(s)
+        if offered != model.actions(f):
             out.append(f"actions differ on {s}")
             continue
         if state_checks(model, s, props) != state_checks(model, f, props):
             out.append(f"state verdicts differ on {s}")
-        for action in model.actions(s):
+        for action in offered:
             one, other = model.successor(s, action), model.successor(f, action)
             if (one is None) != (other is None):
                 out.append(f"{action!r} is taken from one and not the other, on {s}")
