@@ -21,7 +21,7 @@ from kcm.cli import main
 from tests.explored import as_explored
 
 CLI = [sys.executable, "-c", "import sys; from kcm.cli import main; sys.exit(main(sys.argv[1:]))", "explore"]
-KEYS = ("distinct_states", "transitions", "depth", "complete", "verdicts", "counterexamples")
+KEYS = ("distinct_states", "transitions", "depth", "complete", "verdicts", "counterexamples", "goals")
 
 
 def _checkpoint_depth(path, config: str = "controller") -> int:

@@ -22,7 +22,7 @@ from tests import processes
 
 LONG = "tla-kip320"  # about 5,000 states in 12 levels: a few seconds, stopped after its first progress line
 SLOW = "controller"  # about 35,000 states: long enough to rebuild the compiled modules under
-COMPARED = ("distinct_states", "transitions", "depth", "complete", "verdicts", "counterexamples")
+COMPARED = ("distinct_states", "transitions", "depth", "complete", "verdicts", "counterexamples", "goals")
 
 
 def _kcm(*args: str, cwd: Path) -> subprocess.CompletedProcess:

@@ -152,8 +152,10 @@ def test_the_reduced_model_travels_to_other_processes():
 
 
 @pytest.mark.parametrize("value, message", [
-    ("bogus", "unknown reduction bogus"),
-    ("por,", "unknown reduction"),
+    ("bogus", "unknown reduction 'bogus'"),
+    ("por,", "an empty name in 'por,'"),
+    ("dead-brokers,,", "an empty name in 'dead-brokers,,'"),
+    ("por, sym", "unknown reduction 'sym'"),
 ])
 def test_bad_reduction_names_exit_2_with_one_line(value, message):
     out = kcm("explore", "--config", "tiny", "--reductions", value)

@@ -22,12 +22,13 @@ from tests.explored import as_explored
 IN_CI = bool(os.environ.get("CI"))
 needs_java = pytest.mark.skipif(shutil.which("java") is None and not IN_CI, reason="Spark needs Java")
 CLI = [sys.executable, "-c", "import sys; from kcm.cli import main; sys.exit(main(sys.argv[1:]))", "explore"]
-KEYS = ("distinct_states", "transitions", "depth", "complete", "verdicts", "counterexamples")
+KEYS = ("distinct_states", "transitions", "depth", "complete", "verdicts", "counterexamples", "goals")
 SPARK = ["--engine", "spark", "--master", "local[2]"]
 
 
 def _key(found) -> tuple:
-    return found.distinct_states, found.transitions, found.depth, found.complete, found.violations, found.reached
+    return (found.distinct_states, found.transitions, found.depth, found.complete, found.violations, found.reached,
+            found.goals)
 
 
 def test_parent_links_by_fingerprint_become_the_local_engines_levels_and_paths():

@@ -16,7 +16,7 @@ from kcm.cli import main
 from tests.explored import as_explored, bfs_states
 from tests.test_explore_resume import _refused, _rewrite
 
-KEYS = ("distinct_states", "transitions", "depth", "complete", "verdicts", "counterexamples")
+KEYS = ("distinct_states", "transitions", "depth", "complete", "verdicts", "counterexamples", "goals")
 
 
 def test_states_round_trip_exactly_with_their_fingerprints():

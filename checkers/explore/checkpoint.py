@@ -277,14 +277,17 @@ def _meta(name: str, raw: np.ndarray | None) -> dict[str, Any]:
     def count(v: Any) -> bool:
         return type(v) is int and v >= 0
 
+    def paths(ws: Any) -> bool:  # {name: [root, [action position, ...]]}; "goals" is absent from older files
+        return isinstance(ws, dict) and all(
+            isinstance(w, list) and len(w) == 2 and count(w[0]) and isinstance(w[1], list)
+            and all(count(i) for i in w[1]) for w in ws.values())
+
     ok = isinstance(meta, dict) and count(meta.get("transitions")) and count(meta.get("depth")) \
         and count(meta.get("expanded")) and type(meta.get("seconds")) in (int, float) \
         and math.isfinite(meta["seconds"]) and meta["seconds"] >= 0 \
         and isinstance(meta.get("sizes"), list) and all(count(s) for s in meta["sizes"]) \
         and isinstance(meta.get("reached"), list) and all(isinstance(r, str) for r in meta["reached"]) \
-        and isinstance(meta.get("witnesses"), dict) and all(
-            isinstance(w, list) and len(w) == 2 and count(w[0]) and isinstance(w[1], list)
-            and all(count(i) for i in w[1]) for w in meta["witnesses"].values())
+        and all(paths(meta.get(key, {})) for key in ("witnesses", "goals")) and "witnesses" in meta
     if not ok:
         raise BadCheckpoint(f"{name}: the body's counters are malformed")
     if len(meta["sizes"]) != meta["depth"] + 1:

@@ -294,8 +294,14 @@ def _run(model: Any, found: Exploration, levels: Levels, max_states: int | None,
                     if name not in before:
                         into[name] = books.mark(depth, link)
 
-    def meta(paths: dict[str, Witness]) -> dict[str, Any]:
-        return checkpoint_meta(found, paths, depth, sizes, expanded, spent + time.perf_counter() - start)
+    def marked() -> dict[Any, Any]:
+        """The witnesses a checkpoint keeps: the violations' under their names, the goals' under (GOAL, name)."""
+        return {**witnesses, **{(GOAL, name): w for name, w in found.goals.items()}}
+
+    def meta(paths: dict[Any, Witness]) -> dict[str, Any]:
+        bad = {name: w for name, w in paths.items() if not isinstance(name, tuple)}
+        goals = {name[1]: w for name, w in paths.items() if isinstance(name, tuple)}
+        return checkpoint_meta(found, bad, depth, sizes, expanded, spent + time.perf_counter() - start, goals)
 
     def held(states: Any, wanted: bool) -> Any:
         """The frontier's states for a checkpoint, if `wanted` and this process holds them (else None)."""
@@ -317,7 +323,7 @@ def _run(model: Any, found: Exploration, levels: Levels, max_states: int | None,
             stopped = should_stop(stop_at, witnesses)
             if stopped:
                 break  # the local engine would have stopped already
-            books.write(checkpoint, depth, width, witnesses, meta, frontier if storing else None)
+            books.write(checkpoint, depth, width, marked(), meta, frontier if storing else None)
             on_file = depth
         level_start = time.perf_counter()
         # What a level given up for `stop` gives back: its transitions, goals and coverage are counted again on
@@ -378,14 +384,14 @@ def _run(model: Any, found: Exploration, levels: Levels, max_states: int | None,
                 stop.acted = True
             if late and checkpoint is not None and stop is not None:
                 if on_file != depth:
-                    books.write(checkpoint, depth, width, witnesses, meta)
+                    books.write(checkpoint, depth, width, marked(), meta)
                 with stop.storing_states(depth, width, checkpoint.path), contextlib.suppress(StatesLeftOut):
                     try:
-                        books.write(checkpoint, depth, width, witnesses, meta, states, stop.leave_states_out)
+                        books.write(checkpoint, depth, width, marked(), meta, states, stop.leave_states_out)
                     except OSError as err:
                         stop.not_stored(err)
             elif checkpoint is not None:
-                books.write(checkpoint, depth, width, witnesses, meta, states)
+                books.write(checkpoint, depth, width, marked(), meta, states)
     if stopped and width:
         found.complete = False
         found.stopped = True
@@ -398,6 +404,9 @@ def _run(model: Any, found: Exploration, levels: Levels, max_states: int | None,
     found.bytes_per_state = books.nbytes() / max(1, total)
     found.visited = books.visited
     return found
+
+
+GOAL = "goal"  # the tag of a goal's witness among a checkpoint's witnesses (`marked` in `run`)
 
 
 def least(best: dict[str, Link], names: Iterable[str], key: Link) -> None:
@@ -419,11 +428,12 @@ def should_stop(stop_at: Collection[str] | None, witnesses: Collection[str]) -> 
 
 
 def checkpoint_meta(found: Exploration, witnesses: dict[str, Any], depth: int, sizes: list[int], expanded: int,
-                    seconds: float) -> dict[str, Any]:
-    """What a checkpoint keeps besides the visited arrays and the frontier: counters, witnesses and timings, and
-    the coverage counted so far when the run counts it."""
+                    seconds: float, goals: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What a checkpoint keeps besides the visited arrays and the frontier: counters, the violations' and the
+    goals' witnesses and timings, and the coverage counted so far when the run counts it."""
     meta = {"transitions": found.transitions, "reached": sorted(found.reached),
             "witnesses": {name: [root, steps] for name, (root, steps) in sorted(witnesses.items())},
+            "goals": {name: [root, steps] for name, (root, steps) in sorted((goals or {}).items())},
             "depth": depth, "sizes": sizes, "expanded": expanded, "seconds": seconds}
     if found.tally is not None:
         meta["coverage"] = found.tally.counts()
@@ -432,8 +442,11 @@ def checkpoint_meta(found: Exploration, witnesses: dict[str, Any], depth: int, s
 
 def restore_counters(found: Exploration, meta: dict[str, Any], where: str = "the checkpoint") -> dict[str, Witness]:
     """Put a checkpoint's transition count, reached goals and coverage counts (where both the checkpoint and this
-    run count them) back into `found`; its witnesses, as lists."""
+    run count them) and its goals' witnesses (a file that has them) back into `found`; its violations'
+    witnesses, as lists."""
     found.transitions, found.reached = meta["transitions"], set(meta["reached"])
+    found.goals = {name: (root, list(steps)) for name, (root, steps) in meta.get("goals", {}).items()
+                   if name in found.reached}
     if found.tally is not None and "coverage" in meta:
         if not found.tally.valid(meta["coverage"]):
             raise BadCheckpoint(f"{where}: the coverage counts are malformed")
@@ -506,10 +519,11 @@ def resume_frontier(model: Any, snapshot: Snapshot,
     if meta["sizes"] != [p.size for p in visited.parents]:
         raise BadCheckpoint(f"{snapshot.path}: the level sizes do not match the parent links")
     try:
-        for name, (root, steps) in meta["witnesses"].items():
-            if len(steps) > meta["depth"]:
-                raise ValueError(f"the witness of {name} is longer than the search is deep")
-            replay(model, root, steps)
+        for kind in ("witnesses", "goals"):
+            for name, (root, steps) in meta.get(kind, {}).items():
+                if len(steps) > meta["depth"]:
+                    raise ValueError(f"the witness of {name} is longer than the search is deep")
+                replay(model, root, steps)
         if decodes_frontier(snapshot, by_level=on_fingerprints is not None):
             if want.size != visited.parents[-1].size or bool(np.any(want[1:] <= want[:-1])) \
                     or bool(visited.unseen(want).any()):

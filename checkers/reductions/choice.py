@@ -62,9 +62,11 @@ def parse(text: str) -> tuple[str, ...] | None:
     if text == "none":
         return ()
     names = tuple(n.strip() for n in text.split(","))
+    if "" in names:
+        raise BadReductions(f"--reductions: an empty name in {text!r} (names are separated by single commas)")
     unknown = [n for n in names if n not in NAMES]
-    if unknown or not names:
-        raise BadReductions(f"--reductions: unknown reduction {', '.join(unknown) or repr(text)} "
+    if unknown:
+        raise BadReductions(f"--reductions: unknown reduction {', '.join(map(repr, unknown))} "
                             f"(choose from {', '.join(NAMES)}, 'auto' or 'none')")
     return names
 
