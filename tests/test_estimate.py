@@ -56,6 +56,8 @@ def test_estimate_runs_from_the_cli_as_json():
     out = json.loads(done.stdout)
     assert out["config"] == "unclean" and not out["closed"] and "extrapolation" in out["method"]
     assert out["distinct_states_low"] <= out["distinct_states"] <= out["distinct_states_high"]
+    assert out["probes"] >= 100 and len(out["probed_levels"]) == 2 and "random descents" in out["method"]
+    assert out["sampled_level"] == out["probed_levels"][0] and out["sample"] == 0
     engines = {e["engine"]: e for e in out["engines"]}
     assert engines["local --workers 2"]["seconds"] <= engines["local"]["seconds"]  # rounded: equal when tiny
     assert "docs/performance.md" in engines["local --workers 2"]["speed_from"]
@@ -68,3 +70,81 @@ def test_estimate_refuses_what_it_cannot_join():
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1 and "--estimate" in done.stderr
     bad = kcm("explore", "--config", "tiny", "--estimate", "nan")
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
+
+
+# The reduced `large` (the dead-broker reduction, as `kcm explore` explores it): 2,296,237 states, depth 22. Its log
+# growth ratio falls 0.32-0.35 a level to level 7, then ever more slowly: every line fitted before level 8 ends it
+# too soon.
+LARGE_REDUCED = [1, 17, 173, 1274, 6866, 26454, 71616, 141298, 222549, 293690, 334255, 335458, 298480, 234810,
+                 161447, 94996, 46338, 18285, 5969, 1752, 410, 83, 16]
+
+
+@pytest.mark.parametrize("known", [9, 10, 11])  # levels 0-8 to 0-10: the slowing fall is seen
+def test_a_slowing_fall_puts_the_point_between_the_line_and_the_slowing(known):
+    p = estimate.project(LARGE_REDUCED[:known])
+    real = sum(LARGE_REDUCED)
+    assert within(p.states, real, 1.3) and p.low <= real <= p.high and not p.converged, (known, p.states)
+    line = estimate.project(LARGE_REDUCED[:known - 1])  # a level sooner the fall did not look slowing
+    assert p.states > line.states
+
+
+def _levels(model):
+    """Each reachable state's BFS level and its parents (fingerprints) in the level before, by a plain search."""
+    from collections import defaultdict
+
+    from kcm.checkers.explore.verdicts import indexed_successors
+
+    fp = model.fingerprint
+    init = model.init_states()[0]
+    level, path, parents = {fp(init): 0}, {fp(init): ([init], [])}, defaultdict(set)
+    layer, depth = [init], 0
+    while layer:
+        nxt_layer = []
+        for s in layer:
+            for _, action, nxt, _ in indexed_successors(model, s):
+                f = fp(nxt)
+                if f not in level:
+                    level[f] = depth + 1
+                    states, actions = path[fp(s)]
+                    path[f] = (states + [nxt], actions + [action])
+                    nxt_layer.append(nxt)
+                if level[f] == depth + 1:
+                    parents[f].add(fp(s))
+        layer, depth = nxt_layer, depth + 1
+    return level, path, parents
+
+
+@pytest.mark.parametrize(("config", "deepest"), [("tiny", 99), ("async", 7)])
+def test_parents_found_on_a_path_are_true_parents_and_interleavings_are_found(config, deepest):
+    """`async` offers actions equal as tuples but of other kinds (SessionExpiry(1) == BrokerFail(1)), and steps
+    that leave the bounds: a reordering must take neither."""
+    from kcm.checkers.explore import probes
+
+    from tests.explored import as_explored
+
+    model, _ = as_explored(load_config(config))
+    level, path, parents = _levels(model)
+    met = 0
+    for f, (states, actions) in path.items():
+        if not 0 < level[f] <= deepest:
+            continue
+        counted = probes.parents_on_path(model, states, actions, f)
+        assert 1 <= counted <= len(parents[f]), (level[f], counted, len(parents[f]))
+        met += counted > 1
+    assert met > 50  # interleavings meet and the reorderings find them
+
+
+def test_descents_size_the_two_levels_below_the_last_exact_one():
+    from kcm.checkers.explore import probes
+    from kcm.checkers.explore.collector import no_collections
+
+    model = BoundedSystem(load_config("controller"))
+    real = [1] + [n for n, _ in bfs.explore(model).levels]
+    budget = estimate._Budgeted(model, 1e6, 3000)  # a few levels exactly, then it stops
+    with no_collections():
+        found = bfs.search(model, "local", budget, progress=None, spill=None)
+    k = len(budget.sizes) - 1
+    assert k >= 3 and budget.sizes == real[:k + 1] and budget.last is not None
+    got = probes.descend(model, found.visited, budget.last, budget.meetings, budget.forwards, 1e6, seed=0, most=1500)
+    assert got is not None and got.probes == 1500 and min(got.scales) >= 1.0 and 0.5 < got.forward <= 1.0
+    assert within(got.next_level, real[k + 1], 1.15) and within(got.after_next, real[k + 2], 1.25), (got, real)

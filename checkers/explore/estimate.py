@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from kcm.checkers.explore import bfs
+from kcm.checkers.explore import bfs, probes
 from kcm.checkers.explore.collector import no_collections
 from kcm.checkers.explore.verdicts import indexed_successors
 from kcm.checkers.explore.visited import FP
@@ -43,6 +43,8 @@ WINDOWS = (3, 4, 5)  # log ratios per fit: the range's members (3-5: less swayed
 SLACK = 1.5  # the range is widened by this factor each way: the fits agree more closely than they are right
 MIN_SAMPLE = 200  # frontier states expanded at least for the sampled level (all of them if fewer)
 SAMPLE_SHARE = 0.25  # the sampled level may take this share of the budget
+PROBE_SHARE = 0.15  # the random descents below it (`probes.py`), this share
+CLEARLY = 0.9  # the last fall of the log growth ratio is clearly slower than the one before below this share of it
 MIN_DECAY = 0.1  # the least fall of the log growth ratio per level assumed (measured: 0.1-0.4 where spaces narrow)
 MAX_LEVELS = 10_000  # a projection longer than this has not converged (growth that does not decay)
 
@@ -75,14 +77,16 @@ class SizeEstimate:
 
     exact_levels: list[int]  # sizes of the levels explored exactly (level 0: the initial states)
     closed: bool  # the exact phase explored everything: the counts are exact
-    sampled_level: int | None  # the next level's size estimated from a sample, or None
-    sample: int  # frontier states expanded for it
+    sampled_level: int | None  # the next level's size estimated (by the descents, or else a sample), or None
+    sample: int  # frontier states expanded for it when the descents could not be made (else 0)
     projection: Projection
     seconds: float  # the whole estimate's time
     explored: int  # distinct states the exact phase visited
     exploration_seconds: float  # its time
     method: str
     engines: list[tuple[str, float, float, float, str]] = field(default_factory=list)  # (engine, s, low, high, why)
+    probed_levels: list[int] | None = None  # the levels after the exact ones, from random descents (`probes.py`)
+    probes: int = 0  # the descents made for them
 
     @property
     def states_per_second(self) -> float:
@@ -96,7 +100,8 @@ class SizeEstimate:
                 "distinct_states": p.states, "distinct_states_low": p.low, "distinct_states_high": p.high,
                 "depth": p.depth, "depth_low": p.depth_low, "depth_high": p.depth_high,
                 "converged": p.converged, "exact_levels": self.exact_levels, "sampled_level": self.sampled_level,
-                "sample": self.sample, "projected_levels": p.levels, "explored_states": self.explored,
+                "sample": self.sample, "probed_levels": self.probed_levels, "probes": self.probes,
+                "projected_levels": p.levels, "explored_states": self.explored,
                 "states_per_second": round(self.states_per_second, 1), "seconds": round(self.seconds, 2),
                 "engines": [{"engine": name, "seconds": round(s, 1), "seconds_low": round(lo, 1),
                              "seconds_high": round(hi, 1), "speed_from": why}
@@ -136,7 +141,14 @@ def project(sizes: list[int]) -> Projection:
     depths = [len(sizes) - 1 + len(r) for r in runs]
     low = max(known, int(min(totals) / SLACK))
     high = int(max(totals) * SLACK)
-    return Projection(int(known + sum(point)), low, high, len(sizes) - 1 + len(point), min(depths),
+    states = known + sum(point)
+    if slowing and falls[2] > CLEARLY * falls[1]:
+        # A fall clearly slowing (not a level's noise: `tla-kip279`'s 0.171 then 0.166 is not) puts the point at
+        # the geometric middle of the two outcomes, the lines' and the slowing's: a real count anywhere between
+        # them is then within the square root of their ratio (the reduced `large` from levels 0-8: 0.54x by the
+        # lines, 0.80x so).
+        states = math.sqrt(states * totals[-1])
+    return Projection(int(states), low, high, len(sizes) - 1 + len(point), min(depths),
                       max(depths) + (1 if converged else 3), [int(round(n)) for n in point], converged)
 
 
@@ -184,12 +196,19 @@ class _Budgeted:
         self.last: list[Any] | None = None  # the frontier left unexpanded (None: the space closed)
         self.rows: tuple[list[int], list[int]] = ([], [])  # the level in work: each row's parent and fingerprint
         self.meeting = 1.0  # new edges per new state at the last level expanded whole
+        self.meetings: list[float] = []  # the same for each level made (level 1 first)
+        self.forwards: list[float] = []  # each expansion's edges into states not visited before it: the share that
+        # went a level down (not across)
+        self.level_fps: np.ndarray = np.empty(0, dtype=FP)  # the fingerprints of the level last expanded
 
     def __call__(self, frontier: list[Any]) -> Iterable[bfs.Row]:
         now = time.perf_counter()
         if self.sizes:
             self.times.append(now - self.mark)
             self.meeting = self._meeting(frontier)
+            self.meetings.append(self.meeting)
+        else:
+            self.level_fps = np.fromiter((self.model.fingerprint(s) for s in frontier), dtype=FP, count=len(frontier))
         self.mark = now
         self.sizes.append(len(frontier))
         self.visited += len(frontier)
@@ -207,13 +226,18 @@ class _Budgeted:
             yield row
 
     def _meeting(self, level: list[Any]) -> float:
-        """New edges per state of `level`, from the rows of the expansion that made it."""
+        """New edges per state of `level`, from the rows of the expansion that made it; the share of those among
+        the edges into `level` or back across into the level expanded goes into `forwards`."""
         parents, fps = self.rows
+        new = np.fromiter((self.model.fingerprint(s) for s in level), dtype=FP, count=len(level))
+        before, self.level_fps = self.level_fps, new
         if not level or not fps:
             return self.meeting
-        new = np.fromiter((self.model.fingerprint(s) for s in level), dtype=FP, count=len(level))
         pairs = np.unique(np.stack([np.asarray(parents, dtype=FP), np.asarray(fps, dtype=FP)], axis=1), axis=0)
-        return float(np.isin(pairs[:, 1], new).sum()) / len(level)
+        down = int(np.isin(pairs[:, 1], new).sum())
+        across = int(np.isin(pairs[:, 1], before).sum())
+        self.forwards.append(down / max(1, down + across))
+        return down / len(level)
 
     def enough(self, frontier: int, now: float) -> bool:
         """Whether expanding a level of `frontier` states would pass the budget (predicted from the last level)."""
@@ -258,22 +282,40 @@ def estimate(model: Any, seconds: float = BUDGET, max_states: int | None = None,
     sizes = list(budget.sizes)
     sampled = None
     count = 0
+    probed: probes.Probed | None = None
     if budget.last is None:
         sizes.append(0)  # the search ran out of states: every level is known
         method = "exact: the space closed within the budget"
     else:
         frontier = budget.last
-        per_parent = budget.times[-1] / max(1, sizes[-2]) if len(sizes) > 1 and budget.times else 0.0
-        room = int(seconds * SAMPLE_SHARE / per_parent) if per_parent else len(frontier)
-        per_edge, count = sample_level(model, frontier, found.visited, max(MIN_SAMPLE, room), seed)
-        sampled = int(round(per_edge * len(frontier) / max(budget.meeting, 1.0)))
-        sizes.append(sampled)
-        method = (f"level-growth extrapolation: {len(sizes) - 1} levels explored exactly, level {len(sizes) - 1} "
-                  f"estimated from {count:,} of its parents, then the log growth ratio continued on a line fitted "
-                  f"to the last {WINDOWS[0]}-{WINDOWS[-1]} levels")
+        # Random descents first: they give the next two levels. The sample of the next level's parents is what is
+        # left where they cannot (a level 0 frontier, or too few descents within their share of the budget).
+        probed = probes.descend(model, found.visited, frontier, budget.meetings, budget.forwards,
+                                seconds * PROBE_SHARE, seed)
+        if probed is not None and probed.next_level >= 1:
+            sampled = int(round(probed.next_level))
+            sizes.append(sampled)
+            if probed.after_next >= 1:
+                sizes.append(int(round(probed.after_next)))
+            method = (f"level-growth extrapolation: {len(budget.sizes)} levels explored exactly, levels "
+                      f"{len(budget.sizes)}-{len(sizes) - 1} estimated from {probed.probes:,} random descents "
+                      f"(Knuth's estimator, each step's weight divided by the in-degree of the state reached)")
+        else:
+            probed = None
+            per_parent = budget.times[-1] / max(1, sizes[-2]) if len(sizes) > 1 and budget.times else 0.0
+            room = int(seconds * SAMPLE_SHARE / per_parent) if per_parent else len(frontier)
+            per_edge, count = sample_level(model, frontier, found.visited, max(MIN_SAMPLE, room), seed)
+            sampled = int(round(per_edge * len(frontier) / max(budget.meeting, 1.0)))
+            sizes.append(sampled)
+            method = (f"level-growth extrapolation: {len(sizes) - 1} levels explored exactly, level "
+                      f"{len(sizes) - 1} estimated from {count:,} of its parents")
+        method += (f", then the log growth ratio continued on a line fitted to the last {WINDOWS[0]}-{WINDOWS[-1]} "
+                   f"levels")
     projection = project(sizes)
     est = SizeEstimate(budget.sizes, budget.last is None, sampled,
-                       count, projection, 0.0, len(found.visited), explored_seconds, method)
+                       count, projection, 0.0, len(found.visited), explored_seconds, method,
+                       probed_levels=sizes[len(budget.sizes):] if probed is not None else None,
+                       probes=probed.probes if probed is not None else 0)
     est.engines = engine_times(projection, est.states_per_second)
     est.seconds = time.perf_counter() - began
     return est

@@ -345,7 +345,10 @@ def _estimate(args: argparse.Namespace, explored: Any, name: str) -> int:
              f"  method: {out['method']}",
              f"  exact levels: {', '.join(f'{n:,}' for n in out['exact_levels'])}"]
     if out["sampled_level"] is not None:
-        lines.append(f"  sampled level: ~{out['sampled_level']:,}; projected levels: "
+        sampled = (f"levels from {out['probes']:,} random descents: "
+                   f"{', '.join(f'~{n:,}' for n in out['probed_levels'])}" if out["probed_levels"] is not None
+                   else f"sampled level: ~{out['sampled_level']:,}")
+        lines.append(f"  {sampled}; projected levels: "
                      f"{', '.join(f'{n:,}' for n in out['projected_levels']) or 'none'}")
     lines.append(f"  measured {out['states_per_second']:,.0f} states/s on the local engine ({out['explored_states']:,} "
                  f"states); the estimate took {out['seconds']} s")
