@@ -196,7 +196,8 @@ class _Budgeted:
         self.last: list[Any] | None = None  # the frontier left unexpanded (None: the space closed)
         self.rows: tuple[list[int], list[int]] = ([], [])  # the level in work: each row's parent and fingerprint
         self.meeting = 1.0  # new edges per new state at the last level expanded whole
-        self.meetings: list[float] = []  # the same for each level made (level 1 first)
+        # The last two levels made: each state's fingerprint (sorted) and its in-degree (its parents a level up).
+        self.indegrees: list[tuple[np.ndarray, np.ndarray]] = []
         self.forwards: list[float] = []  # each expansion's edges into states not visited before it: the share that
         # went a level down (not across)
         self.level_fps: np.ndarray = np.empty(0, dtype=FP)  # the fingerprints of the level last expanded
@@ -206,7 +207,6 @@ class _Budgeted:
         if self.sizes:
             self.times.append(now - self.mark)
             self.meeting = self._meeting(frontier)
-            self.meetings.append(self.meeting)
         else:
             self.level_fps = np.fromiter((self.model.fingerprint(s) for s in frontier), dtype=FP, count=len(frontier))
         self.mark = now
@@ -234,9 +234,11 @@ class _Budgeted:
         if not level or not fps:
             return self.meeting
         pairs = np.unique(np.stack([np.asarray(parents, dtype=FP), np.asarray(fps, dtype=FP)], axis=1), axis=0)
-        down = int(np.isin(pairs[:, 1], new).sum())
+        into = np.isin(pairs[:, 1], new)
+        down = int(into.sum())
         across = int(np.isin(pairs[:, 1], before).sum())
         self.forwards.append(down / max(1, down + across))
+        self.indegrees = [*self.indegrees[-1:], np.unique(pairs[into, 1], return_counts=True)]
         return down / len(level)
 
     def enough(self, frontier: int, now: float) -> bool:
@@ -290,7 +292,7 @@ def estimate(model: Any, seconds: float = BUDGET, max_states: int | None = None,
         frontier = budget.last
         # Random descents first: they give the next two levels. The sample of the next level's parents is what is
         # left where they cannot (a level 0 frontier, or too few descents within their share of the budget).
-        probed = probes.descend(model, found.visited, frontier, budget.meetings, budget.forwards,
+        probed = probes.descend(model, found.visited, frontier, budget.indegrees, budget.forwards,
                                 seconds * PROBE_SHARE, seed)
         if probed is not None and probed.next_level >= 1:
             sampled = int(round(probed.next_level))

@@ -14,8 +14,8 @@ Two quantities are not known below L_k, as the model has no reverse step, and ar
 - **The in-degree.** It is counted on the descent's own path: each action of the path that can be moved to its end
   (the others replayed without it, then it) gives a parent. That is how interleavings meet; histories that end
   alike otherwise (the reductions' classes, steps that overwrite one another) are missed, so the count is scaled by
-  the ratio of the true in-degree to the counted one on L_k itself (the expansion that made L_k counted the true
-  one).
+  the mean ratio of the true in-degree to the counted one on the last exact levels (the expansions that made them
+  counted the true one), continued on their line.
 - **The forward share.** A successor not visited yet, of a state of level j > k, may lie on level j itself, not
   j+1 (a same-level edge). The share of same-level edges among the new edges of the last exact expansion scales
   the counted children.
@@ -97,22 +97,22 @@ def _path(model: Any, visited: Visited, depth: int, pos: int) -> tuple[list[Any]
     return states, actions
 
 
-def descend(model: Any, visited: Visited, frontier: list[Any], meetings: list[float], forwards: list[float],
-            seconds: float, seed: int, most: int = MAX_PROBES) -> Probed | None:
+def descend(model: Any, visited: Visited, frontier: list[Any], indegrees: list[tuple[np.ndarray, np.ndarray]],
+            forwards: list[float], seconds: float, seed: int, most: int = MAX_PROBES) -> Probed | None:
     """Random descents of two steps from the last exact level (`frontier`, level k of `visited`), for at most
     `seconds` and `most` descents: the sizes of levels k+1 and k+2, or None when too few descents could be made.
-    `meetings`: the true mean in-degree of levels 1 to k; `forwards`: for the expansions of levels 0 to k-1, the
-    share of new edges that led a level down (not across). The in-degree's scale is continued on the line through
-    its last two values (the share of parents missed grows with depth), the forward share is their last three's
-    mean."""
+    `indegrees`: for the last one or two exact levels (k last), each state's fingerprint (sorted) and its true
+    in-degree; `forwards`: for the expansions of levels 0 to k-1, the share of new edges that led a level down (not
+    across). The in-degree's scale is continued on the line through its last two values (the share of parents
+    missed grows with depth), the forward share is their last three's mean."""
     depth = len(visited.parents) - 1
-    if depth < 1 or not frontier or len(meetings) < depth or not forwards:
+    if depth < 1 or not frontier or not indegrees or not forwards:
         return None
     rng = random.Random(seed)
     began = time.perf_counter()
     fingerprint = model.fingerprint
-    measured = [_scale(model, visited, level, meetings[level - 1], rng)
-                for level in range(max(1, depth - 1), depth + 1)]
+    levels = range(depth - len(indegrees) + 1, depth + 1)
+    measured = [_scale(model, visited, level, known, rng) for level, known in zip(levels, indegrees, strict=True)]
     drift = measured[-1] - measured[0] if len(measured) > 1 else 0.0
     scales = (max(1.0, measured[-1] + drift), max(1.0, measured[-1] + 2 * drift))  # levels k+1 and k+2
     # The forward share swings from level to level (0.69, 0.71, 0.81, 0.80, 0.70 on `async`): continued on a line
@@ -149,12 +149,19 @@ def descend(model: Any, visited: Visited, frontier: list[Any], meetings: list[fl
     return Probed(n * sums[0] / probes, n * sums[1] / probes, probes, scales, forward)
 
 
-def _scale(model: Any, visited: Visited, level: int, meeting: float, rng: random.Random) -> float:
-    """The true mean in-degree of `level` (`meeting`) over the one counted on the paths of a sample of its states."""
+def _scale(model: Any, visited: Visited, level: int, known: tuple[np.ndarray, np.ndarray],
+           rng: random.Random) -> float:
+    """The mean, over a sample of `level`'s states, of the true in-degree (`known`: fingerprints sorted, in-degrees)
+    over the one counted on the state's path: the factor that makes a descent's division by the counted in-degree
+    unbiased on that level (a ratio of means would not be: the weights are means of inverses)."""
+    fps, degrees = known
     size = int(visited.parents[level].size)
-    counted = 0
+    ratios = 0.0
     picks = sorted(rng.sample(range(size), min(CALIBRATION, size)))
     for pos in picks:
         states, actions = _path(model, visited, level, pos)
-        counted += parents_on_path(model, states, actions, model.fingerprint(states[-1]))
-    return meeting / (counted / len(picks))
+        fp = model.fingerprint(states[-1])
+        at = int(np.searchsorted(fps, np.uint64(fp)))
+        true = int(degrees[at]) if at < fps.size and int(fps[at]) == fp else 1
+        ratios += true / parents_on_path(model, states, actions, fp)
+    return ratios / len(picks)
