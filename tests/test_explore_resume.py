@@ -215,3 +215,48 @@ def test_random_walks_refuse_checkpoint_options_and_an_unknown_engines_file_is_r
     ckpt.write_bytes(json.dumps({**json.loads(head), "engine": "quantum"}).encode() + b"\n" + body)
     with pytest.raises(checkpoint.BadCheckpoint, match="does not know"):
         checkpoint.load(ckpt, identity)
+
+
+@pytest.mark.parametrize("engine", ["local", "workers"])
+def test_a_checkpoint_written_before_its_frontier_was_judged_is_judged_on_resume(tmp_path, engine):
+    from kcm.checkers.explore import workers
+
+    from tests.explored import unjudged_checkpoint
+
+    model = BoundedSystem(load_config("unclean"))
+    identity = checkpoint.config_identity(model.cfg)
+    whole = bfs.explore(model)
+    ckpt = tmp_path / "unjudged.ckpt"
+    depth = unjudged_checkpoint(model, identity, ckpt)
+    snap = checkpoint.load(ckpt, identity)
+    assert snap.meta["unjudged"] and snap.meta["depth"] == depth
+
+    def resumed(snapshot):
+        if engine == "local":
+            return bfs.explore(model, resume=snapshot)
+        return workers.explore(model, 2, resume=snapshot)
+
+    again = resumed(snap)
+    assert (again.violations, again.goals, again.reached, again.distinct_states, again.transitions) == \
+        (whole.violations, whole.goals, whole.reached, whole.distinct_states, whole.transitions)
+    # Unmarked, the same file resumes to other counterexamples: the frontier's own violations are never seen.
+    unmarked = tmp_path / "unmarked.ckpt"
+    unjudged_checkpoint(model, identity, unmarked, marked=False)
+    assert resumed(checkpoint.load(unmarked, identity)).violations != whole.violations
+
+
+def test_an_unjudged_mark_that_is_not_a_boolean_is_refused(tmp_path, capsys):
+    from tests.explored import unjudged_checkpoint
+
+    model = BoundedSystem(load_config("unclean"))
+    identity = checkpoint.config_identity(model.cfg)
+    ckpt = tmp_path / "unjudged.ckpt"
+    unjudged_checkpoint(model, identity, ckpt)
+    snap = checkpoint.load(ckpt, identity)
+    meta = dict(snap.meta, unjudged=1)
+    from kcm.checkers.explore.visited import Visited
+
+    checkpoint.Checkpointer(ckpt, 0, identity).write(Visited.from_arrays(snap.arrays),
+                                                       snap.arrays["frontier"].tolist(), meta)
+    with pytest.raises(checkpoint.BadCheckpoint, match="counters are malformed"):
+        checkpoint.load(ckpt, identity)

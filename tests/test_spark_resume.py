@@ -288,3 +288,19 @@ def test_a_checkpoint_that_stores_the_frontier_judges_it_on_the_storing_pass(spa
     assert "states.ends" in snap.arrays and snap.meta["depth"] == found.depth
     # The frontier's own verdicts are in the file: the local engine resumes it to the whole run's results.
     assert _key(bfs.explore(model, resume=snap)) == _key(whole)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("host_below", [0, 2000])
+def test_a_checkpoint_written_before_its_frontier_was_judged_is_judged_on_a_spark_resume(spark, tmp_path,
+                                                                                         host_below):
+    from kcm.checkers.spark import bfs as spark_bfs
+
+    from tests.explored import unjudged_checkpoint
+
+    model = BoundedSystem(load_config("unclean"))
+    identity = checkpoint.config_identity(model.cfg)
+    ckpt = tmp_path / "unjudged.ckpt"
+    unjudged_checkpoint(model, identity, ckpt)
+    again = spark_bfs.explore(model, spark, resume=checkpoint.load(ckpt, identity), host_below=host_below)
+    assert _key(again) == _key(bfs.explore(model))

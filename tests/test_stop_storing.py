@@ -120,6 +120,7 @@ def test_a_big_frontiers_stop_writes_its_checkpoint_first_and_then_its_states(tm
     assert f"checkpoint of level {depth} written to {path}; now storing its frontier's" in err
     snap = checkpoint.load(path, identity)
     assert ("states.ends" in snap.arrays) is not again and snap.meta["depth"] == depth
+    assert "unjudged" not in snap.meta  # these engines judge each state as they meet it
     assert ("leaving the frontier's states out" in err) is again
     monkeypatch.undo()
     assert _outcome(bfs.explore(model, resume=snap)) == _outcome(whole_run)
@@ -201,6 +202,7 @@ def test_a_stop_on_spark_writes_its_checkpoint_first_and_a_second_signal_leaves_
     assert on_file == [(cut.depth, False)]
     snap = checkpoint.load(path, identity)
     assert "states.ends" not in snap.arrays and snap.meta["depth"] == cut.depth
+    assert snap.meta["unjudged"]  # written before the judging pass; the resume below judges the frontier
     monkeypatch.undo()
     assert _outcome(bfs.explore(model, resume=snap)) == _outcome(whole_run)
 

@@ -287,7 +287,8 @@ def _meta(name: str, raw: np.ndarray | None) -> dict[str, Any]:
         and math.isfinite(meta["seconds"]) and meta["seconds"] >= 0 \
         and isinstance(meta.get("sizes"), list) and all(count(s) for s in meta["sizes"]) \
         and isinstance(meta.get("reached"), list) and all(isinstance(r, str) for r in meta["reached"]) \
-        and all(paths(meta.get(key, {})) for key in ("witnesses", "goals")) and "witnesses" in meta
+        and all(paths(meta.get(key, {})) for key in ("witnesses", "goals")) and "witnesses" in meta \
+        and type(meta.get("unjudged", False)) is bool
     if not ok:
         raise BadCheckpoint(f"{name}: the body's counters are malformed")
     if len(meta["sizes"]) != meta["depth"] + 1:

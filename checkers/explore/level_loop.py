@@ -298,15 +298,20 @@ def _run(model: Any, found: Exploration, levels: Levels, max_states: int | None,
         """The witnesses a checkpoint keeps: the violations' under their names, the goals' under (GOAL, name)."""
         return {**witnesses, **{(GOAL, name): w for name, w in found.goals.items()}}
 
+    unjudged = False  # the checkpoint being written is of a frontier whose states are not judged yet
+
     def meta(paths: dict[Any, Witness]) -> dict[str, Any]:
         bad = {name: w for name, w in paths.items() if not isinstance(name, tuple)}
         goals = {name[1]: w for name, w in paths.items() if isinstance(name, tuple)}
-        return checkpoint_meta(found, bad, depth, sizes, expanded, spent + time.perf_counter() - start, goals)
+        return checkpoint_meta(found, bad, depth, sizes, expanded, spent + time.perf_counter() - start, goals,
+                               unjudged)
 
     def held(states: Any, wanted: bool) -> Any:
         """The frontier's states for a checkpoint, if `wanted` and this process holds them (else None)."""
         return states if wanted and getattr(levels, "STORES_STATES", False) else None
 
+    if resume is not None and resume.meta.get("unjudged"):
+        judged()  # a lazy engine's stop wrote this file before judging its frontier (the others did in opening)
     tick = Tick(report, stop)
     stopped = should_stop(stop_at, witnesses)
     interrupted = False
@@ -375,6 +380,14 @@ def _run(model: Any, found: Exploration, levels: Levels, max_states: int | None,
         # first: the checkpoint goes to the file without them, then again with them, unless a second signal
         # leaves them out (its resume then replays the visited states).
         late = states is not None and (width or 0) > STORE_BELOW
+        if lazy is not None and late and checkpoint is not None and stop is not None and on_file != depth:
+            # A lazy engine judges a big frontier in a job of its own (a pass over every state), which a
+            # supervisor's SIGKILL may not wait for: the checkpoint goes to the file before it, marked unjudged
+            # (its resume judges the frontier first, on any engine).
+            unjudged = True
+            books.write(checkpoint, depth, width, marked(), meta)
+            unjudged = False
+            on_file = depth
         judged(states is not None and not late)
         stopped = should_stop(stop_at, witnesses)
         if not stopped:
@@ -428,15 +441,18 @@ def should_stop(stop_at: Collection[str] | None, witnesses: Collection[str]) -> 
 
 
 def checkpoint_meta(found: Exploration, witnesses: dict[str, Any], depth: int, sizes: list[int], expanded: int,
-                    seconds: float, goals: dict[str, Any] | None = None) -> dict[str, Any]:
+                    seconds: float, goals: dict[str, Any] | None = None, unjudged: bool = False) -> dict[str, Any]:
     """What a checkpoint keeps besides the visited arrays and the frontier: counters, the violations' and the
-    goals' witnesses and timings, and the coverage counted so far when the run counts it."""
+    goals' witnesses and timings, the coverage counted so far when the run counts it, and `unjudged` when the
+    frontier's own states are not judged yet."""
     meta = {"transitions": found.transitions, "reached": sorted(found.reached),
             "witnesses": {name: [root, steps] for name, (root, steps) in sorted(witnesses.items())},
             "goals": {name: [root, steps] for name, (root, steps) in sorted((goals or {}).items())},
             "depth": depth, "sizes": sizes, "expanded": expanded, "seconds": seconds}
     if found.tally is not None:
         meta["coverage"] = found.tally.counts()
+    if unjudged:
+        meta["unjudged"] = True
     return meta
 
 
@@ -474,6 +490,8 @@ def first_frontier(model: Any, props: list[Any], found: Exploration, resume: Sna
         visited, frontier_fps, frontier = resume_frontier(model, resume)
         meta = resume.meta
         witnesses = restore_counters(found, meta, str(resume.path))
+        if meta.get("unjudged"):
+            judge_frontier(model, props, found, visited, meta["depth"], frontier, witnesses)
         return Start(visited, frontier_fps, frontier, witnesses, meta["depth"], list(meta["sizes"]),
                      meta["expanded"], meta["seconds"])
     visited = Visited()
@@ -495,6 +513,26 @@ def first_frontier(model: Any, props: list[Any], found: Exploration, resume: Sna
         for name in bad:
             witnesses.setdefault(name, visited.path(0, pos))
     return Start(visited, fps[order].tolist(), frontier, witnesses, 0, [len(frontier)], 0, 0.0)
+
+
+def judge_frontier(model: Any, props: list[Any], found: Exploration, visited: Visited, depth: int, frontier: Any,
+                   witnesses: dict[str, Witness]) -> None:
+    """Judge the frontier of a checkpoint written before its states were judged (a lazy engine's stop): for each
+    property a state of it breaks or goal one reaches, not already witnessed, the witness the search would have
+    recorded (the least link, parent position then action position, among those states)."""
+    parents, actions = visited.parents[depth], visited.actions[depth]
+    bad_best: dict[str, tuple[int, int, int]] = {}
+    goal_best: dict[str, tuple[int, int, int]] = {}
+    for pos, state in enumerate(frontier):
+        bad, reached = state_checks(model, state, props)
+        key = (int(parents[pos]), int(actions[pos]), pos)
+        least(bad_best, [n for n in bad if n not in witnesses], key)
+        least(goal_best, [n for n in reached if n not in found.reached], key)
+    for name, (_, _, pos) in bad_best.items():
+        witnesses[name] = visited.path(depth, pos)
+    for name, (_, _, pos) in goal_best.items():
+        found.goals[name] = visited.path(depth, pos)
+    found.reached.update(goal_best)
 
 
 def resume_frontier(model: Any, snapshot: Snapshot,
