@@ -43,7 +43,7 @@ WINDOWS = (3, 4, 5)  # log ratios per fit: the range's members (3-5: less swayed
 SLACK = 1.5  # the range is widened by this factor each way: the fits agree more closely than they are right
 MIN_SAMPLE = 200  # frontier states expanded at least for the sampled level (all of them if fewer)
 SAMPLE_SHARE = 0.25  # the sampled level may take this share of the budget
-PROBE_SHARE = 0.15  # the random descents below it (`probes.py`), this share
+PROBE_SHARE = 0.15  # the random descents below it (`probes.py`) at least this share, and what the exact levels left
 CLEARLY = 0.9  # the last fall of the log growth ratio is clearly slower than the one before below this share of it
 MIN_DECAY = 0.1  # the least fall of the log growth ratio per level assumed (measured: 0.1-0.4 where spaces narrow)
 MAX_LEVELS = 10_000  # a projection longer than this has not converged (growth that does not decay)
@@ -121,7 +121,7 @@ def project(sizes: list[int]) -> Projection:
         total = sum(known)
         return Projection(total, total, total, len(known) - 1, len(known) - 1, len(known) - 1, [], True)
     ratios = [math.log(b / a) for a, b in zip(sizes, sizes[1:], strict=False)]
-    fits = [_fit(ratios[-w:]) for w in WINDOWS if w <= len(ratios)] or [_fit(ratios)]
+    fits = [probes.fit_line(ratios[-w:]) for w in WINDOWS if w <= len(ratios)] or [probes.fit_line(ratios)]
     converged = len(ratios) >= 2 and all(b <= -MIN_DECAY for b, _ in fits)
     runs = [_continue(sizes, [min(b, -MIN_DECAY)], a) for b, a in fits]
     falls = [b - a for a, b in zip(ratios, ratios[1:], strict=False)][-3:]
@@ -150,17 +150,6 @@ def project(sizes: list[int]) -> Projection:
         states = math.sqrt(states * totals[-1])
     return Projection(int(states), low, high, len(sizes) - 1 + len(point), min(depths),
                       max(depths) + (1 if converged else 3), [int(round(n)) for n in point], converged)
-
-
-def _fit(ys: list[float]) -> tuple[float, float]:
-    """Least-squares line through (0, ys[0]), (1, ys[1]), ...: (slope, its value at the last point)."""
-    n = len(ys)
-    if n == 1:
-        return 0.0, ys[0]
-    mx = (n - 1) / 2
-    my = sum(ys) / n
-    slope = sum((x - mx) * (y - my) for x, y in enumerate(ys)) / sum((x - mx) ** 2 for x in range(n))
-    return slope, my + slope * (n - 1 - mx)
 
 
 def _continue(sizes: list[int], falls: list[float], last: float) -> list[float]:
@@ -196,7 +185,7 @@ class _Budgeted:
         self.last: list[Any] | None = None  # the frontier left unexpanded (None: the space closed)
         self.rows: tuple[list[int], list[int]] = ([], [])  # the level in work: each row's parent and fingerprint
         self.meeting = 1.0  # new edges per new state at the last level expanded whole
-        # The last two levels made: each state's fingerprint (sorted) and its in-degree (its parents a level up).
+        # The last three levels made: each state's fingerprint (sorted) and its in-degree (its parents a level up).
         self.indegrees: list[tuple[np.ndarray, np.ndarray]] = []
         self.forwards: list[float] = []  # each expansion's edges into states not visited before it: the share that
         # went a level down (not across)
@@ -238,7 +227,7 @@ class _Budgeted:
         down = int(into.sum())
         across = int(np.isin(pairs[:, 1], before).sum())
         self.forwards.append(down / max(1, down + across))
-        self.indegrees = [*self.indegrees[-1:], np.unique(pairs[into, 1], return_counts=True)]
+        self.indegrees = [*self.indegrees[-2:], np.unique(pairs[into, 1], return_counts=True)]
         return down / len(level)
 
     def enough(self, frontier: int, now: float) -> bool:
@@ -292,8 +281,11 @@ def estimate(model: Any, seconds: float = BUDGET, max_states: int | None = None,
         frontier = budget.last
         # Random descents first: they give the next two levels. The sample of the next level's parents is what is
         # left where they cannot (a level 0 frontier, or too few descents within their share of the budget).
+        # They take what the exact levels left of the budget (the level not explored was predicted to overrun
+        # it), at least their share: their spread falls as the square root of their number.
+        left = seconds - (time.perf_counter() - began)
         probed = probes.descend(model, found.visited, frontier, budget.indegrees, budget.forwards,
-                                seconds * PROBE_SHARE, seed)
+                                max(seconds * PROBE_SHARE, left), seed)
         if probed is not None and probed.next_level >= 1:
             sampled = int(round(probed.next_level))
             sizes.append(sampled)
