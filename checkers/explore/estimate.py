@@ -6,17 +6,17 @@ systematic:
 1. **Exact levels.** The local engine's own search (`bfs.search`, property checks included, so its speed is the
    speed a real run would see) explores level by level while the next level is predicted to fit a budget of
    seconds (and of states). A space that closes within the budget is counted exactly.
-2. **One level more, sampled.** Of the last frontier, a random sample of states is expanded (successors and
-   fingerprints only). The successors not yet visited, counted per parent, estimate the next level's edges into new
-   states; the last exact level tells how many such edges a new state receives on average (the successors of a
-   level meet one another), and how much a sample of the same fraction under-counts that meeting. Their quotient is
-   the next level's size.
+2. **Two levels more, by random descents** (`probes.py`: Knuth's estimator, each step's weight divided by the
+   in-degree of the state reached, counted on the descent's path and scaled by what the exact levels measured).
+   Where the descents cannot be made, a random sample of the last frontier is expanded instead (successors and
+   fingerprints only): its successors not yet visited, per parent, over the last exact level's in-degree, give the
+   next level alone.
 3. **Extrapolation with a fitted decay.** The growth ratio of a level to the one before falls from level to level
    (the bounds run out: failures, epochs, records used up), and its logarithm falls about linearly (level sizes
    of a bounded space rise and fall about as a Gaussian does: on `large`, ln ratio falls 0.18-0.43 a level from 2.3
-   to -2.3). A line is fitted by least squares to the last few log ratios and continued until a level would hold
-   fewer than one state; the sum of the levels is the estimate and the last level its depth. Fits over windows of
-   2, 3 and 4 ratios give the range; the point is their median.
+   to -2.3). Lines fitted by least squares to the last 3, 4 and 5 log ratios are continued until a level would hold
+   fewer than one state; the sums give the range, their median the point. Where the fall is clearly slowing, the
+   point is the geometric middle of the lines' total and that of a continuation that goes on slowing.
 
 `estimate` is the whole of it; `project` is step 3 alone, on any list of level sizes (so the estimator can be
 checked on a space's known first levels without exploring it). The engine times scale the measured speed by
