@@ -42,24 +42,19 @@ from kcm.checkers.explore.visited import FP, Visited, walk
 
 CALIBRATION = 500  # states of each of the last three exact levels whose in-degree is counted on their path (fewer
 # left the scales' drift to the noise: 200 gave drifts of either sign on `controller`)
-MIN_PROBES = 100  # fewer descents than this give no ratio (too noisy)
+MIN_PROBES = 100  # fewer descents than this give no estimate (too noisy)
 MAX_PROBES = 10_000  # descents at most (their time bounds them too)
 
 
 @dataclass
 class Probed:
-    """What the descents measured: the two levels below the last exact one, relative to it."""
+    """What the descents measured: the sizes of the two levels below the last exact one, and the corrections used."""
 
     next_level: float  # estimated size of level k+1
     after_next: float  # estimated size of level k+2
     probes: int
     scales: tuple[float, float]  # true in-degree over the counted one, continued to levels k+1 and k+2
     forward: float  # the forward share of new edges taken for the expansion of level k+1
-
-    @property
-    def ratio(self) -> float:
-        """Level k+2 over level k+1, as the descents see them."""
-        return self.after_next / self.next_level if self.next_level else 0.0
 
 
 def parents_on_path(model: Any, states: list[Any], actions: list[Any], target: int) -> int:
