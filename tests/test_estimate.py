@@ -149,6 +149,6 @@ def test_descents_size_the_two_levels_below_the_last_exact_one():
         found = bfs.search(model, "local", budget, progress=None, spill=None)
     k = len(budget.sizes) - 1
     assert k >= 3 and budget.sizes == real[:k + 1] and budget.last is not None
-    got = probes.descend(model, found.visited, budget.last, budget.indegrees, budget.forwards, 1e6, seed=0, most=1500)
+    got = probes.descend(model, found.visited, budget.indegrees, budget.forwards, 1e6, seed=0, most=1500)
     assert got is not None and got.probes == 1500 and min(got.scales) >= 1.0 and 0.5 < got.forward <= 1.0
     assert within(got.next_level, real[k + 1], 1.15) and within(got.after_next, real[k + 2], 1.25), (got, real)

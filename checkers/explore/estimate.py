@@ -284,7 +284,7 @@ def estimate(model: Any, seconds: float = BUDGET, max_states: int | None = None,
         # They take what the exact levels left of the budget (the level not explored was predicted to overrun
         # it), at least their share: their spread falls as the square root of their number.
         left = seconds - (time.perf_counter() - began)
-        probed = probes.descend(model, found.visited, frontier, budget.indegrees, budget.forwards,
+        probed = probes.descend(model, found.visited, budget.indegrees, budget.forwards,
                                 max(seconds * PROBE_SHARE, left), seed)
         if probed is not None and probed.next_level >= 1:
             sampled = int(round(probed.next_level))

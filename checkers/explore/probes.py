@@ -96,24 +96,19 @@ def _path(model: Any, visited: Visited, depth: int, pos: int) -> tuple[list[Any]
     return states, actions
 
 
-def descend(model: Any, visited: Visited, frontier: list[Any], indegrees: list[tuple[np.ndarray, np.ndarray]],
-            forwards: list[float], seconds: float, seed: int, most: int = MAX_PROBES) -> Probed | None:
-    """Random descents of two steps from the last exact level (`frontier`, level k of `visited`), for at most
-    `seconds` and `most` descents: the sizes of levels k+1 and k+2, or None when too few descents could be made.
-    `indegrees`: for the last (up to) three exact levels (k last), each state's fingerprint (sorted) and its true
-    in-degree; `forwards`: for the expansions of levels 0 to k-1, the share of new edges that led a level down (not
-    across)."""
+def descend(model: Any, visited: Visited, indegrees: list[tuple[np.ndarray, np.ndarray]], forwards: list[float],
+            seconds: float, seed: int, most: int = MAX_PROBES) -> Probed | None:
+    """Random descents of two steps from the last level of `visited` (level k), for at most `seconds` and `most`
+    descents: the sizes of levels k+1 and k+2, or None when too few descents could be made. `indegrees`: for the
+    last (up to) three exact levels (k last), each state's fingerprint (sorted) and its true in-degree; `forwards`:
+    for the expansions of levels 0 to k-1, the share of new edges that led a level down (not across). The
+    in-degree's scale is continued on the line fitted to the last three levels' (the share of parents missed grows
+    with depth), the forward share is the mean of the last three expansions'."""
     depth = len(visited.parents) - 1
-    if depth < 1 or not frontier or not indegrees or not forwards:
+    size = int(visited.parents[depth].size) if depth >= 1 else 0
+    if not size or not indegrees or not forwards:
         return None
-    return _from(model, visited, depth, indegrees, forwards, seconds, random.Random(seed), most)
-
-
-def _from(model: Any, visited: Visited, depth: int, indegrees: list[tuple[np.ndarray, np.ndarray]],
-          forwards: list[float], seconds: float, rng: random.Random, most: int) -> Probed | None:
-    """The descents from level `depth`, the last of `visited`: the in-degree's scale continued on the line fitted to
-    the last three levels' (the share of parents missed grows with depth), the forward share the mean of the last
-    three expansions'."""
+    rng = random.Random(seed)
     began = time.perf_counter()
     fingerprint = model.fingerprint
     indegrees = indegrees[-3:]
@@ -126,7 +121,6 @@ def _from(model: Any, visited: Visited, depth: int, indegrees: list[tuple[np.nda
     # The forward share swings from level to level (0.69, 0.71, 0.81, 0.80, 0.70 on `async`): continued on a line
     # it swung further, so the last three are averaged instead.
     forward = max(0.05, sum(forwards[-3:]) / len(forwards[-3:]))
-    size = int(visited.parents[depth].size)
     sums = [0.0, 0.0]
     probes = 0
     while probes < most and (probes < MIN_PROBES or time.perf_counter() - began < seconds):
